@@ -1,0 +1,388 @@
+"""The ``engram`` command: index, search and inspect a vault.
+
+A thin layer over ``engram_ls.core``: parse arguments, call the service, print. Errors are
+printed to stderr as ``engram: error: ...`` with exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from engram_ls import __version__
+from engram_ls.core.errors import EngramError, NotFound
+from engram_ls.core.search import SearchResponse
+from engram_ls.core.service import Engram
+from engram_ls.core.sync import SyncReport
+from engram_ls.core.vault import find_vault_root
+
+EXIT_OK = 0
+EXIT_ERROR = 2
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def _vault_root(arg: str | None) -> Path:
+    if arg:
+        root = Path(arg).expanduser()
+    elif os.environ.get("ENGRAM_VAULT"):
+        root = Path(os.environ["ENGRAM_VAULT"]).expanduser()
+    else:
+        return find_vault_root(Path.cwd())
+    if not root.is_dir():
+        raise NotFound(f"vault folder not found: {root}")
+    return root
+
+
+def _open(args: argparse.Namespace) -> Engram:
+    root = _vault_root(getattr(args, "vault", None))
+    index_path = Path(args.index).expanduser() if getattr(args, "index", None) else None
+    engram = Engram(root, index_path=index_path)
+    for warning in engram.config_warnings:
+        _err(f"warning: {warning}")
+    engram.open()
+    if engram.unavailable:
+        _err(f"warning: {engram.unavailable}; answering by scanning the files")
+    return engram
+
+
+def _err(message: str) -> None:
+    sys.stderr.write(f"engram: {message}\n")
+
+
+class Progress:
+    """A one-line progress bar on stderr, only when stderr is a terminal."""
+
+    def __init__(self, stream: TextIO, label: str) -> None:
+        self.stream = stream
+        self.label = label
+        self.enabled = stream.isatty()
+        self._last = 0.0
+        self._shown = False
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled or total < 200:
+            return
+        now = time.monotonic()
+        if done < total and now - self._last < 0.1:
+            return
+        self._last = now
+        width = 30
+        filled = int(width * done / max(total, 1))
+        pct = 100 * done / max(total, 1)
+        self.stream.write(
+            f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] {pct:5.1f}% {done}/{total}"
+        )
+        self.stream.flush()
+        self._shown = True
+
+    def close(self) -> None:
+        if self._shown:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def _sync(engram: Engram, *, full: bool = False, quiet: bool = False) -> SyncReport | None:
+    if engram.unavailable:
+        return None
+    bar = Progress(sys.stderr, "indexing")
+    try:
+        return engram.sync(full=full, progress=None if quiet else bar)
+    finally:
+        bar.close()
+
+
+def _print_json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False, indent=2) + "\n")
+
+
+def _tag_values(argv: Sequence[str]) -> list[str]:
+    """Let ``--tag -topic`` mean "exclude topic" (argparse would read ``-topic`` as a flag)."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":
+            out.extend(argv[i:])
+            break
+        nxt = argv[i + 1] if i + 1 < len(argv) else None
+        if a in ("--tag", "-t") and nxt is not None and nxt.startswith("-") and nxt != "--":
+            out.append(f"--tag={nxt}")
+            i += 2
+            continue
+        out.append(a)
+        i += 1
+    return out
+
+
+# -- commands --------------------------------------------------------------------------------
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    engram = _open(args)
+    try:
+        if engram.unavailable:
+            raise EngramError(engram.unavailable)
+        report = _sync(engram, full=args.full)
+        assert report is not None
+        status = engram.status()
+    finally:
+        engram.close()
+    if args.json:
+        _print_json(
+            {"vault": str(engram.vault.root), "sync": report.to_dict(), "status": status.to_dict()}
+        )
+        return EXIT_OK
+    rate = report.parsed / report.elapsed_s if report.elapsed_s > 0 and report.parsed else 0
+    what = "rebuilt" if report.full else ("resumed" if report.resumed else "indexed")
+    sys.stdout.write(
+        f"{what} {engram.vault.root}: {status.notes} notes, {status.topics} topics"
+        f" ({report.parsed} parsed, {report.touched} touched, {report.removed} removed,"
+        f" {report.unchanged} unchanged) in {report.elapsed_s:.2f} s"
+        + (f" ({rate:,.0f} notes/s)" if rate else "")
+        + "\n"
+    )
+    if status.problems:
+        sys.stdout.write(
+            f"{status.problems} notes have problems (malformed frontmatter, bad dates, …):"
+            " see `engram status --problems`\n"
+        )
+    return EXIT_OK
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    engram = _open(args)
+    try:
+        if not args.no_sync:
+            _sync(engram)
+        request: dict[str, Any] = {
+            "query": args.query or "",
+            "mode": args.mode,
+            "tags": args.tag or [],
+            "tags_mode": args.tags_mode,
+            "date_from": args.date_from,
+            "date_to": args.date_to,
+            "path": args.path,
+            "limit": args.limit,
+            "offset": args.offset,
+            "case_sensitive": args.case_sensitive,
+            "raw_fts": args.raw_fts,
+        }
+        response = engram.search(request)
+    finally:
+        engram.close()
+    if args.json:
+        _print_json(response.to_dict())
+    else:
+        _print_results(response)
+    return EXIT_OK
+
+
+def _print_results(response: SearchResponse) -> None:
+    out = sys.stdout
+    for hit in response.results:
+        date = hit.created_at or "undated"
+        topics = f"  [{', '.join(hit.topics)}]" if hit.topics else ""
+        out.write(f"{hit.path}:{hit.line}  {hit.title}  ({date}){topics}\n")
+        if hit.snippet:
+            out.write(f"    {hit.snippet}\n")
+    shown = len(response.results)
+    more = " (more: use --offset)" if response.truncated else ""
+    out.write(
+        f"{shown} of {response.total} notes{more}; served by {response.index.served_by}"
+        f" (index {response.index.state}), {response.elapsed_ms:.1f} ms\n"
+    )
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    engram = _open(args)
+    try:
+        status = engram.status()
+        problems = _problems(engram) if args.problems else []
+    finally:
+        engram.close()
+    if args.json:
+        data = {"vault": str(engram.vault.root), **status.to_dict()}
+        if args.problems:
+            data["problem_notes"] = problems
+        _print_json(data)
+        return EXIT_OK
+    out = sys.stdout
+    out.write(f"vault:      {engram.vault.root}\n")
+    out.write(f"index:      {status.path}\n")
+    out.write(f"state:      {status.state}\n")
+    out.write(f"notes:      {status.notes}\n")
+    out.write(f"topics:     {status.topics}\n")
+    out.write(f"problems:   {status.problems}\n")
+    out.write(f"generation: {status.generation}\n")
+    out.write(f"updated:    {status.updated_at or 'never'}\n")
+    for p in problems:
+        where = f"{p['path']}:{p['line']}" if p.get("line") else p["path"]
+        out.write(f"{where}: {p['code']}: {p['message']}\n")
+    return EXIT_OK
+
+
+def _problems(engram: Engram) -> list[dict[str, Any]]:
+    if engram.unavailable:
+        return []
+    rows = engram.index.conn().execute(
+        "SELECT path, problems FROM notes WHERE problems IS NOT NULL ORDER BY path"
+    )
+    out = []
+    for path, raw in rows:
+        for p in json.loads(raw):
+            out.append({"path": path, **p})
+    return out
+
+
+def cmd_topics(args: argparse.Namespace) -> int:
+    engram = _open(args)
+    try:
+        if not args.no_sync:
+            _sync(engram)
+        topics = engram.topics(args.prefix or "", args.limit)
+    finally:
+        engram.close()
+    if args.json:
+        _print_json([t.to_dict() for t in topics])
+        return EXIT_OK
+    width = max((len(str(t.notes)) for t in topics), default=1)
+    for t in topics:
+        sys.stdout.write(f"{t.notes:>{width}}  {t.name}\n")
+    return EXIT_OK
+
+
+# -- parser ----------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="engram",
+        description="Index, search and inspect a vault of Markdown notes.",
+        epilog="The vault is VAULT / --vault, else $ENGRAM_VAULT, else the nearest folder "
+        "(from the current one up) that has .engram/, else the current folder.",
+    )
+    parser.add_argument("--version", action="version", version=f"engram {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--index",
+            metavar="FILE",
+            help="index file (default VAULT/.engram/index.sqlite, or $ENGRAM_INDEX)",
+        )
+        p.add_argument("--json", action="store_true", help="print JSON (stable, documented)")
+
+    p = sub.add_parser(
+        "index",
+        help="build or update the index",
+        description="Build the index, or bring it up to date (only changed files are re-parsed).",
+    )
+    p.add_argument("vault", nargs="?", metavar="VAULT", help="vault folder")
+    p.add_argument("--full", action="store_true", help="re-parse every note")
+    common(p)
+    p.set_defaults(func=cmd_index)
+
+    p = sub.add_parser(
+        "search",
+        help="search notes by text, topics, dates and folder",
+        description='Search notes. QUERY is words, "phrases" and prefix* (mode text), '
+        "a substring (literal) or a regular expression (regex). With no QUERY, lists the notes "
+        "that match the filters, newest first.",
+    )
+    p.add_argument(
+        "query",
+        nargs="?",
+        metavar="QUERY",
+        help="what to find (put -- before a query that starts with -)",
+    )
+    p.add_argument("--vault", metavar="VAULT", help="vault folder")
+    p.add_argument(
+        "--tag",
+        "-t",
+        action="append",
+        metavar="TOPIC",
+        help="filter by topic (repeat; -TOPIC excludes)",
+    )
+    p.add_argument(
+        "--tags-mode",
+        choices=["any", "all"],
+        default="any",
+        help="need any (default) or all of the topics",
+    )
+    p.add_argument("--from", dest="date_from", metavar="YYYY-MM-DD", help="notes dated on or after")
+    p.add_argument("--to", dest="date_to", metavar="YYYY-MM-DD", help="notes dated on or before")
+    p.add_argument(
+        "--mode",
+        choices=["text", "literal", "regex", "semantic"],
+        default="text",
+        help="how QUERY matches (default text)",
+    )
+    p.add_argument(
+        "--path",
+        metavar="FOLDER_OR_GLOB",
+        help="only notes under this folder, or matching this glob",
+    )
+    p.add_argument(
+        "--limit",
+        type=int,
+        default=None,
+        metavar="N",
+        help="results per page (default 50, max 1000)",
+    )
+    p.add_argument("--offset", type=int, default=0, metavar="N", help="skip N results")
+    p.add_argument("--case-sensitive", action="store_true", help="literal/regex: match case")
+    p.add_argument("--raw-fts", action="store_true", help="text: pass QUERY to SQLite FTS5 as is")
+    p.add_argument("--no-sync", action="store_true", help="do not bring the index up to date first")
+    common(p)
+    p.set_defaults(func=cmd_search)
+
+    p = sub.add_parser(
+        "status",
+        help="show the index state",
+        description="Show the index state, counts and problems.",
+    )
+    p.add_argument("vault", nargs="?", metavar="VAULT", help="vault folder")
+    p.add_argument("--problems", action="store_true", help="list notes with problems")
+    common(p)
+    p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser(
+        "topics",
+        help="list topics, most used first",
+        description="List topics with their note counts, most used first.",
+    )
+    p.add_argument("vault", nargs="?", metavar="VAULT", help="vault folder")
+    p.add_argument("--prefix", metavar="TEXT", help="only topics starting with TEXT")
+    p.add_argument(
+        "--limit", type=int, default=100, metavar="N", help="at most N topics (default 100)"
+    )
+    p.add_argument("--no-sync", action="store_true", help="do not bring the index up to date first")
+    common(p)
+    p.set_defaults(func=cmd_topics)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    raw = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args = parser.parse_args(_tag_values(raw))
+    try:
+        code: int = args.func(args)
+        return code
+    except EngramError as exc:
+        _err(f"error: {exc.message} [{exc.code}]")
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        _err("interrupted")
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK

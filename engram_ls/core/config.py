@@ -1,0 +1,101 @@
+"""Typed configuration with defaults, loaded from ``<vault>/.engram/config.yaml``.
+
+Every key is optional. A bad value is reported and that key falls back to its default; the rest
+of the file still applies. The same keys are accepted by the language server as
+``initializationOptions`` and as the ``engram`` section of ``workspace/configuration``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+CONFIG_DIR = ".engram"
+CONFIG_FILE = "config.yaml"
+INDEX_FILE = "index.sqlite"
+
+
+class Limits(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_note_bytes: int = Field(default=2_000_000, ge=1024)
+    """Bytes of a note that are parsed and indexed; beyond it only metadata and the head count."""
+    query_max_chars: int = Field(default=1000, ge=1)
+    snippet_chars: int = Field(default=300, ge=20, le=300)
+    default_limit: int = Field(default=50, ge=1)
+    max_results: int = Field(default=1000, ge=1, le=1000)
+    response_chars: int = Field(default=20_000, ge=1000)
+    """Character budget of text answers for agents."""
+    deadline_ms: int = Field(default=10_000, ge=10)
+
+
+class EngramConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    include: tuple[str, ...] = ("**/*.md",)
+    exclude: tuple[str, ...] = ()
+    topic_keys: tuple[str, ...] = ("topics", "tags", "tag")
+    date_keys: tuple[str, ...] = ("created_at", "created", "date")
+    date_formats: tuple[str, ...] = ()
+    """Extra strftime patterns tried on date strings, e.g. ``%m/%d/%Y``."""
+    summary_keys: tuple[str, ...] = ("summary", "description")
+    inline_tags: bool = True
+    keyword_topics: dict[str, str] = Field(default_factory=dict)
+    index_path: str | None = None
+    """Where the index lives; relative paths are taken from the vault root."""
+    limits: Limits = Field(default_factory=Limits)
+
+    @field_validator("topic_keys", "date_keys", "summary_keys")
+    @classmethod
+    def _non_empty_keys(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        keys = tuple(k.strip() for k in value if k and k.strip())
+        return keys
+
+
+def config_from_mapping(raw: Any) -> tuple[EngramConfig, list[str]]:
+    """Validate a mapping; keys with bad values fall back to defaults and are reported."""
+    warnings: list[str] = []
+    if raw is None:
+        return EngramConfig(), warnings
+    if not isinstance(raw, dict):
+        return EngramConfig(), [
+            f"configuration must be a mapping of keys, got {type(raw).__name__}"
+        ]
+    data = dict(raw)
+    for _ in range(len(data) + 1):
+        try:
+            return EngramConfig.model_validate(data), warnings
+        except ValidationError as exc:
+            bad: set[str] = set()
+            for err in exc.errors():
+                loc = err.get("loc") or ("?",)
+                key = str(loc[0])
+                where = ".".join(str(p) for p in loc)
+                warnings.append(f"config key '{where}': {err.get('msg')}; using the default")
+                bad.add(key)
+            for key in bad:
+                data.pop(key, None)
+            if not bad:
+                break
+    return EngramConfig(), warnings
+
+
+def load_config(vault_root: Path) -> tuple[EngramConfig, list[str]]:
+    """Read ``<vault>/.engram/config.yaml`` if present. Never raises for bad content."""
+    path = vault_root / CONFIG_DIR / CONFIG_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return EngramConfig(), []
+    except (OSError, UnicodeDecodeError) as exc:
+        return EngramConfig(), [f"cannot read {CONFIG_DIR}/{CONFIG_FILE}: {exc}; using defaults"]
+    try:
+        raw = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError as exc:
+        return EngramConfig(), [
+            f"{CONFIG_DIR}/{CONFIG_FILE} is not valid YAML ({exc}); using defaults"
+        ]
+    return config_from_mapping(raw)

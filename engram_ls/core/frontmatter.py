@@ -1,0 +1,511 @@
+"""The leading YAML block of a note: find it, load it safely, locate its keys.
+
+``split_frontmatter`` finds the block by its fence lines and keeps exact line numbers and
+character offsets, so that diagnostics point at the right line and a later edit can replace
+the block (or one line of it) by text surgery while keeping the rest of the file verbatim.
+
+``parse_frontmatter`` loads the YAML with a safe loader (the C one when PyYAML has it) and
+never raises. Hostile or broken YAML becomes a :class:`~engram_ls.core.model.Problem`:
+
+* malformed YAML → ``yaml``, with YAML's own line converted to the line in the file;
+* a list or a scalar instead of a mapping → ``frontmatter-type``;
+* an opening ``---`` without a closing fence → ``unclosed-frontmatter``;
+* aliases that would expand to a huge structure (billion laughs, merge-key bombs) and
+  collections nested absurdly deep (which make libyaml slow and can overflow the C stack)
+  are refused before anything is built, also as ``yaml``.
+
+Most frontmatter is a handful of ``key: value`` lines, so a small line-based reader handles
+that subset (plain, simply quoted and flow-list scalars, block lists under a key) with YAML's
+own scalar resolution and constructors, and hands everything else to the YAML loader; it
+gives the same result as the loader on every text it accepts.
+
+Two leniencies keep one bad value from costing the whole block: a timestamp-looking value that
+is not a real date (``2024-13-45``) or an integer too long to convert stays a string, and a
+mapping key that cannot be a dict key (``date: {{date}}`` is a mapping inside a mapping) is
+dropped instead of failing the load.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from engram_ls.core.model import Problem
+
+try:  # the libyaml-backed loader is several times faster; same (safe) semantics
+    from yaml import CSafeLoader as _BaseLoader
+except ImportError:  # pragma: no cover - PyYAML built without libyaml
+    from yaml import SafeLoader as _BaseLoader  # type: ignore[assignment]
+
+__all__ = [
+    "MAX_ALIAS_EXPANSION",
+    "MAX_NESTING",
+    "Frontmatter",
+    "FrontmatterBlock",
+    "parse_frontmatter",
+    "read_frontmatter",
+    "split_frontmatter",
+]
+
+MAX_NESTING = 64
+"""Deepest collection nesting accepted in frontmatter."""
+MAX_ALIAS_EXPANSION = 10_000
+"""Most YAML nodes the document may have once every alias is expanded."""
+
+_OPEN_RE = re.compile(r"---[ \t]*(\r?\n|\r?\Z)")
+_CLOSE_RE = re.compile(r"^(?:---|\.\.\.)[ \t]*\r?$", re.MULTILINE)
+_BLOCK_INDICATOR_RE = re.compile(r"[-?](?=\s|\Z)")
+
+
+@dataclass(frozen=True, slots=True)
+class FrontmatterBlock:
+    """Where the leading YAML block of a text is. Offsets index the text given to the split.
+
+    For a closed block, ``text[start:end]`` is the whole block including both fence lines and
+    the line break after the closing fence, ``text[yaml_start:yaml_end] == yaml_text`` and
+    ``text[end:] == body``. For an unclosed block (``closed`` is False) there is no YAML:
+    ``yaml_text`` is empty, ``close_line`` is None, ``end == 0`` and the body is the whole text.
+    """
+
+    closed: bool
+    yaml_text: str
+    """The lines between the fences, with their line breaks."""
+    body: str
+    """The text after the closing fence line."""
+    body_line: int
+    """1-based line of the file on which ``body`` starts."""
+    close_line: int | None
+    """1-based line of the closing ``---`` / ``...`` fence."""
+    start: int
+    """Character offset of the opening fence (always 0: the block must open the text)."""
+    end: int
+    """Character offset just past the closing fence line and its line break."""
+    yaml_start: int
+    yaml_end: int
+    newline: str
+    """The line break that ends the opening fence (``\\n``, ``\\r\\n``, or ``""`` at EOF)."""
+    open_line: int = 1
+    """1-based line of the opening fence."""
+
+
+def split_frontmatter(text: str) -> FrontmatterBlock | None:
+    """Find the YAML block at the very start of ``text``, or None when there is none.
+
+    The first line must be ``---`` (trailing spaces and tabs allowed); the block ends at the
+    first later line that is ``---`` or ``...`` (same allowance). ``\\n`` and ``\\r\\n`` line
+    breaks both work; a UTF-8 BOM must already be stripped. Never raises.
+    """
+    opening = _OPEN_RE.match(text)
+    if opening is None:
+        return None
+    yaml_start = opening.end()
+    closing = _CLOSE_RE.search(text, yaml_start) if opening.group(1) else None
+    if closing is None:
+        return FrontmatterBlock(
+            closed=False,
+            yaml_text="",
+            body=text,
+            body_line=1,
+            close_line=None,
+            start=0,
+            end=0,
+            yaml_start=yaml_start,
+            yaml_end=yaml_start,
+            newline=opening.group(1),
+        )
+    yaml_end = closing.start()
+    close_line = text.count("\n", 0, yaml_end) + 1
+    end = closing.end()
+    if end < len(text):  # step over the line break that ends the closing fence
+        end += 1
+    return FrontmatterBlock(
+        closed=True,
+        yaml_text=text[yaml_start:yaml_end],
+        body=text[end:],
+        body_line=close_line + 1,
+        close_line=close_line,
+        start=0,
+        end=end,
+        yaml_start=yaml_start,
+        yaml_end=yaml_end,
+        newline=opening.group(1),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Frontmatter:
+    """A loaded frontmatter block: its mapping (empty when it had problems) and the problems."""
+
+    block: FrontmatterBlock
+    data: dict[Any, Any] = field(default_factory=dict)
+    problems: tuple[Problem, ...] = ()
+
+    def key_line(self, key: str) -> int | None:
+        """1-based file line of the top-level ``key:`` (case-insensitive), or None."""
+        match = _key_match(self.block.yaml_text, key)
+        if match is None:
+            return None
+        return self.block.open_line + 1 + self.block.yaml_text.count("\n", 0, match.start())
+
+    def raw_value(self, key: str) -> str | None:
+        """The source text after the top-level ``key:`` on its line (comments included)."""
+        match = _key_match(self.block.yaml_text, key)
+        if match is None:
+            return None
+        line_end = self.block.yaml_text.find("\n", match.end())
+        if line_end < 0:
+            line_end = len(self.block.yaml_text)
+        return self.block.yaml_text[match.end() : line_end].strip()
+
+
+def _key_match(yaml_text: str, key: str) -> re.Match[str] | None:
+    name = re.escape(key)
+    pattern = rf"^(?:{name}|\"{name}\"|'{name}')[ \t]*:"
+    return re.search(pattern, yaml_text, re.MULTILINE | re.IGNORECASE)
+
+
+def parse_frontmatter(block: FrontmatterBlock) -> Frontmatter:
+    """Load the block's YAML safely. Never raises; see the module docstring for the problems."""
+    if not block.closed:
+        unclosed = Problem(
+            "unclosed-frontmatter",
+            "the opening '---' has no closing '---' line; the whole file is read as body",
+            line=block.open_line,
+        )
+        return Frontmatter(block, {}, (unclosed,))
+    value, load_problem = _load_yaml(block.yaml_text, block.open_line + 1, block.close_line)
+    if load_problem is not None:
+        return Frontmatter(block, {}, (load_problem,))
+    if value is None:  # empty block, or only comments
+        return Frontmatter(block)
+    if not isinstance(value, dict):
+        kind = "a list" if isinstance(value, list) else f"a {type(value).__name__}"
+        wrong_type = Problem(
+            "frontmatter-type",
+            f"frontmatter must be a mapping of 'key: value' lines, but it is {kind}",
+            line=block.open_line,
+        )
+        return Frontmatter(block, {}, (wrong_type,))
+    return Frontmatter(block, value)
+
+
+def read_frontmatter(text: str) -> Frontmatter | None:
+    """``split_frontmatter`` then ``parse_frontmatter``; None when the text has no block."""
+    block = split_frontmatter(text)
+    return None if block is None else parse_frontmatter(block)
+
+
+class _Loader(_BaseLoader):
+    """Safe loader that keeps going past a bad timestamp, a huge int or an unhashable key."""
+
+    def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Any, Any]:
+        self.flatten_mapping(node)
+        mapping: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                hash(key)
+            except TypeError:
+                continue
+            mapping[key] = self.construct_object(value_node, deep=deep)
+        return mapping
+
+
+def _lenient_scalar(tag: str) -> Any:
+    strict = _BaseLoader.yaml_constructors[tag]
+
+    def construct(loader: _Loader, node: Node) -> Any:
+        try:
+            return strict(loader, node)
+        except (ValueError, OverflowError):
+            return loader.construct_scalar(node)  # type: ignore[arg-type]
+
+    return construct
+
+
+for _tag in ("tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"):
+    _Loader.add_constructor(_tag, _lenient_scalar(_tag))
+
+
+def _load_yaml(text: str, first_line: int, close_line: int | None) -> tuple[Any, Problem | None]:
+    """Load ``text`` (whose first line is file line ``first_line``) or describe why not."""
+    simple = _load_simple(text)
+    if simple is not _NOT_SIMPLE:
+        return simple, None
+    try:
+        if _may_nest_deeply(text) and _nesting_depth_exceeds(text, MAX_NESTING):
+            return None, Problem(
+                "yaml",
+                f"frontmatter is nested more than {MAX_NESTING} levels deep; it was not loaded",
+                line=first_line,
+            )
+        loader = _Loader(text)
+        try:
+            node = loader.get_single_node()
+            if node is None:
+                return None, None
+            if "*" in text and _expanded_size(node, MAX_ALIAS_EXPANSION) > MAX_ALIAS_EXPANSION:
+                return None, Problem(
+                    "yaml",
+                    "frontmatter aliases expand to more than "
+                    f"{MAX_ALIAS_EXPANSION} values (or refer to themselves); it was not loaded",
+                    line=first_line,
+                )
+            return loader.construct_document(node), None
+        finally:
+            loader.dispose()
+    except yaml.MarkedYAMLError as exc:
+        return None, _yaml_problem(exc, text, first_line, close_line)
+    except yaml.YAMLError as exc:
+        return None, Problem("yaml", f"frontmatter is not valid YAML: {exc}", line=first_line)
+    except (ValueError, TypeError, OverflowError, RecursionError, MemoryError) as exc:
+        return None, Problem(
+            "yaml", f"frontmatter could not be loaded: {type(exc).__name__}", line=first_line
+        )
+
+
+def _yaml_problem(
+    exc: yaml.MarkedYAMLError, text: str, first_line: int, close_line: int | None
+) -> Problem:
+    """Turn a YAML error into a problem on the file line YAML complained about.
+
+    When YAML only noticed the problem at the end of the block (an unclosed ``[``), the line
+    where the unfinished construct started is more useful, so that line is reported instead.
+    """
+    mark = exc.problem_mark or exc.context_mark
+    yaml_lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+    if mark is not None and mark.line >= yaml_lines and exc.context_mark is not None:
+        mark = exc.context_mark
+    line = first_line + mark.line if mark is not None else first_line
+    if close_line is not None:
+        line = min(line, close_line)
+    what = exc.problem or "invalid YAML"
+    if exc.context:
+        where = ""
+        if exc.context_mark is not None:
+            where = f" started on line {first_line + exc.context_mark.line}"
+        what = f"{what} ({exc.context}{where})"
+    return Problem("yaml", f"frontmatter is not valid YAML: {what}", line=line)
+
+
+def _may_nest_deeply(text: str) -> bool:
+    """Cheap upper bound on the nesting depth, so the common small block skips the event scan.
+
+    Every level needs a ``[``, a ``{``, a ``:`` (in flow context any colon can open a pair) or
+    a ``-`` / ``?`` indicator followed by whitespace.
+    """
+    bound = text.count("[") + text.count("{") + text.count(":")
+    if bound + text.count("-") + text.count("?") <= MAX_NESTING:
+        return False
+    return bound + len(_BLOCK_INDICATOR_RE.findall(text)) > MAX_NESTING
+
+
+def _nesting_depth_exceeds(text: str, limit: int) -> bool:
+    """Stream parser events (libyaml's parser does not recurse) and stop past ``limit``."""
+    depth = 0
+    for event in yaml.parse(text, Loader=_BaseLoader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > limit:
+                return True
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+    return False
+
+
+def _expanded_size(root: Node, limit: int) -> int:
+    """Number of nodes once aliases are expanded, saturating just above ``limit``.
+
+    Composed nodes share alias targets, so this is computed with memoisation over the graph
+    (linear in its size) without expanding anything. A cycle counts as over the limit.
+    """
+    over = limit + 1
+    sizes: dict[int, int] = {}
+    visiting: set[int] = set()
+    stack: list[tuple[Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        key = id(node)
+        if children_done:
+            total = 1
+            for child in _children(node):
+                total += sizes[id(child)]
+                if total > limit:
+                    total = over
+                    break
+            sizes[key] = total
+            visiting.discard(key)
+            continue
+        if key in sizes:
+            continue
+        if key in visiting:
+            return over
+        visiting.add(key)
+        stack.append((node, True))
+        for child in _children(node):
+            child_key = id(child)
+            if child_key in visiting:
+                return over
+            if child_key not in sizes:
+                stack.append((child, False))
+    return sizes.get(id(root), over)
+
+
+def _children(node: Node) -> list[Node]:
+    if isinstance(node, SequenceNode):
+        return list(node.value)
+    if isinstance(node, MappingNode):
+        return [part for pair in node.value for part in pair]
+    if isinstance(node, ScalarNode):
+        return []
+    return []  # pragma: no cover - no other node kinds exist
+
+
+# --- fast path: the common "key: value" subset ---------------------------------------------------
+
+_NOT_SIMPLE: Any = object()
+"""Marker: the text is outside the subset ``_load_simple`` reads; use the YAML loader."""
+
+# Anything YAML treats specially that the simple reader does not: tabs, CR and the other
+# line breaks (NEL, LS, PS), BOMs, control characters and the characters YAML rejects.
+_SIMPLE_UNSAFE_RE = re.compile(
+    "[^\n\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]"
+)
+_SIMPLE_KEY_RE = re.compile(r"[A-Za-z_][\w .-]*")
+_SIMPLE_ITEM_RE = re.compile(r"( *)-(?: +(.*?))? *")
+_DOUBLE_QUOTED_RE = re.compile(r'"[^"\\]*"')
+_SINGLE_QUOTED_RE = re.compile(r"'[^']*'")
+_PLAIN_BAD_START = frozenset("-?:,[]{}#&*!|>'\"%@`")
+_FLOW_ITEM_BAD = re.compile(r"[\[\]{}#:'\",]")
+_SCALARS = yaml.constructor.SafeConstructor()
+_IMPLICIT = _Loader.yaml_implicit_resolvers
+_WILDCARD = tuple(_IMPLICIT.get(None, ()))
+_STR_TAG = "tag:yaml.org,2002:str"
+_NULL_TAG = "tag:yaml.org,2002:null"
+_BOOL_TAG = "tag:yaml.org,2002:bool"
+_TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
+_CONSTRUCTED_TAGS = frozenset(
+    ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yaml.org,2002:timestamp")
+)
+
+
+def _load_simple(text: str) -> Any:
+    """Read a block of top-level ``key: value`` lines, or return ``_NOT_SIMPLE``.
+
+    Values: plain scalars (resolved exactly as YAML resolves them), quoted strings without
+    escapes, one-line flow lists of those, and block lists (``- item`` lines) under an
+    empty ``key:``. Blank and comment lines are skipped. Anything else is not simple.
+    """
+    if _SIMPLE_UNSAFE_RE.search(text):
+        return _NOT_SIMPLE
+    lines = text.split("\n")
+    data: dict[Any, Any] = {}
+    index, count = 0, len(lines)
+    while index < count:
+        line = lines[index]
+        index += 1
+        stripped = line.lstrip(" ")
+        if not stripped or stripped[0] == "#":
+            continue
+        colon = line.find(":")
+        name = line[:colon].rstrip(" ")
+        rest = line[colon + 1 :]
+        if colon < 0 or _SIMPLE_KEY_RE.fullmatch(name) is None or rest[:1] not in ("", " "):
+            return _NOT_SIMPLE
+        key = _plain(name)
+        if not isinstance(key, str):
+            return _NOT_SIMPLE
+        raw = rest.strip(" ")
+        if raw:
+            value = _simple_value(raw)
+            if value is _NOT_SIMPLE:
+                return _NOT_SIMPLE
+            data[key] = value
+            continue
+        items: list[Any] = []
+        indent: str | None = None
+        while index < count:
+            line = lines[index]
+            stripped = line.lstrip(" ")
+            if not stripped or stripped[0] == "#":
+                index += 1
+                continue
+            item = _SIMPLE_ITEM_RE.fullmatch(line)
+            if item is None:
+                if stripped is not line:
+                    return _NOT_SIMPLE  # an indented line that is no list item
+                break
+            if indent is None:
+                indent = item.group(1)
+            elif item.group(1) != indent:
+                return _NOT_SIMPLE
+            index += 1
+            value = _simple_value(item.group(2)) if item.group(2) else None
+            if value is _NOT_SIMPLE:
+                return _NOT_SIMPLE
+            items.append(value)
+        data[key] = items if indent is not None else None
+    return data or None
+
+
+def _simple_value(raw: str) -> Any:
+    first = raw[0]
+    if first == '"':
+        return raw[1:-1] if _DOUBLE_QUOTED_RE.fullmatch(raw) else _NOT_SIMPLE
+    if first == "'":
+        return raw[1:-1] if _SINGLE_QUOTED_RE.fullmatch(raw) else _NOT_SIMPLE
+    if first == "[":
+        if raw[-1] != "]":
+            return _NOT_SIMPLE
+        inner = raw[1:-1].strip(" ")
+        if not inner:
+            return []
+        items: list[Any] = []
+        for part in inner.split(","):
+            item = part.strip(" ")
+            if not item:
+                return _NOT_SIMPLE
+            if item[0] == '"' or item[0] == "'":
+                value = _simple_value(item)
+            elif item[0] in _PLAIN_BAD_START or _FLOW_ITEM_BAD.search(item):
+                return _NOT_SIMPLE
+            else:
+                value = _plain(item)
+            if value is _NOT_SIMPLE:
+                return _NOT_SIMPLE
+            items.append(value)
+        return items
+    if first in _PLAIN_BAD_START or ": " in raw or " #" in raw or raw[-1] == ":":
+        return _NOT_SIMPLE
+    return _plain(raw)
+
+
+def _plain(value: str) -> Any:
+    """A plain scalar resolved and constructed as the YAML loader would."""
+    tag = _STR_TAG
+    resolvers = _IMPLICIT.get(value[0], ())
+    if _WILDCARD:  # pragma: no cover - PyYAML registers none by default
+        resolvers = [*resolvers, *_WILDCARD]
+    for candidate, regexp in resolvers:
+        if regexp.match(value):
+            tag = candidate
+            break
+    if tag == _STR_TAG:
+        return value
+    if tag == _NULL_TAG:
+        return None
+    if tag == _BOOL_TAG:
+        return _SCALARS.bool_values[value.lower()]
+    if tag == _TIMESTAMP_TAG and len(value) == 10:  # YYYY-MM-DD, the common case, directly
+        try:
+            return dt.date(int(value[:4]), int(value[5:7]), int(value[8:]))
+        except ValueError:
+            return value  # as the lenient timestamp constructor does
+    if tag in _CONSTRUCTED_TAGS:
+        return _Loader.yaml_constructors[tag](_SCALARS, ScalarNode(tag, value))
+    return _NOT_SIMPLE

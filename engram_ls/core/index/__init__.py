@@ -1,0 +1,1 @@
+"""The persistent SQLite index: schema, connections and typed queries."""

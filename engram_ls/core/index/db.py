@@ -1,0 +1,123 @@
+"""SQLite connections, pragmas and the one write-transaction helper.
+
+Every write transaction starts with ``BEGIN IMMEDIATE`` so that several processes (language
+server, MCP server, CLI) can share one WAL database: a deferred transaction that reads and then
+writes fails at once with "database is locked" under contention, whatever the busy timeout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+BUSY_TIMEOUT_MS = 10_000
+
+CORRUPTION_MARKERS = (
+    "file is not a database",
+    "database disk image is malformed",
+    "malformed database schema",
+    "file is encrypted",
+    "no such table",
+    "no such column",
+    "vtable constructor failed",
+    "fts5: corruption",
+    "database corruption",
+)
+
+
+def is_corruption(exc: BaseException) -> bool:
+    """True when an sqlite error means the file is damaged or not ours (rebuild, don't retry)."""
+    if not isinstance(exc, sqlite3.DatabaseError) or isinstance(exc, sqlite3.IntegrityError):
+        return False
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
+        return True
+    text = str(exc).lower()
+    return any(marker in text for marker in CORRUPTION_MARKERS)
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """Open (creating if needed) the index file with the pragmas every connection uses."""
+    conn = sqlite3.connect(
+        os.fspath(path),
+        timeout=BUSY_TIMEOUT_MS / 1000,
+        isolation_level=None,
+        check_same_thread=False,
+    )
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()
+        if mode and str(mode[0]).lower() != "wal":
+            conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA temp_store = MEMORY")
+        conn.execute("PRAGMA cache_size = -32000")
+        conn.execute("PRAGMA foreign_keys = OFF")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+@contextlib.contextmanager
+def write_tx(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """One short write transaction: ``BEGIN IMMEDIATE`` … ``COMMIT`` (rollback on error)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+@contextlib.contextmanager
+def read_tx(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """A read snapshot: every query inside sees the same committed state."""
+    conn.execute("BEGIN")
+    try:
+        yield conn
+    finally:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("COMMIT")
+
+
+def move_aside(path: Path, reason: str, keep: int = 2) -> Path | None:
+    """Rename a damaged index (and its -wal/-shm) out of the way; keep the newest ``keep``.
+
+    Nothing in the vault is touched; the moved file stays for inspection.
+    """
+    if not path.exists():
+        for suffix in ("-wal", "-shm"):
+            with contextlib.suppress(OSError):
+                Path(os.fspath(path) + suffix).unlink()
+        return None
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    target = path.with_name(f"{path.name}.{reason}-{stamp}-{os.getpid()}")
+    try:
+        os.replace(path, target)
+    except OSError:
+        with contextlib.suppress(OSError):
+            path.unlink()
+        target = path
+    for suffix in ("-wal", "-shm"):
+        side = Path(os.fspath(path) + suffix)
+        with contextlib.suppress(OSError):
+            if target != path:
+                os.replace(side, Path(os.fspath(target) + suffix))
+            else:
+                side.unlink()
+    old = sorted(
+        (p for p in path.parent.glob(f"{path.name}.*-*") if not p.name.endswith(("-wal", "-shm"))),
+        key=lambda p: p.stat().st_mtime if p.exists() else 0,
+    )
+    for stale in old[:-keep] if keep else old:
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(OSError):
+                Path(os.fspath(stale) + suffix).unlink()
+    return target if target != path else None

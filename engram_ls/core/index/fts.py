@@ -1,0 +1,108 @@
+"""The one place that turns a user's text query into FTS5 syntax, plus a matching tokenizer.
+
+A text query is words, ``"quoted phrases"`` and ``prefix*`` terms, all of which must occur
+(implicit AND). Every term is emitted as an FTS5 string literal, so operators (``AND``, ``OR``,
+``NOT``, ``NEAR(``), column filters (``col:``), parentheses and stray ``*`` or quotes in user
+input are plain words and can never be an FTS5 syntax error. Raw FTS5 syntax is an explicit
+opt-in of the request (``raw_fts``) and is passed through unchanged.
+
+The same tokenization (Unicode letters and digits, case-folded, diacritics removed) is used by
+the scan path and to find a matching line, so all three agree on what a word is.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+
+_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+_QUERY_PART = re.compile(r'"([^"]*)"?|(\S+)')
+
+
+@dataclass(frozen=True, slots=True)
+class Term:
+    tokens: tuple[str, ...]
+    """Folded tokens; more than one means a phrase (consecutive tokens)."""
+    prefix: bool = False
+    """The last token may be a prefix of a word."""
+
+
+@lru_cache(maxsize=4096)
+def fold(word: str) -> str:
+    """Case-fold and strip diacritics, like ``unicode61 remove_diacritics 2``."""
+    lowered = word.casefold()
+    if lowered.isascii():
+        return lowered
+    decomposed = unicodedata.normalize("NFKD", lowered)
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+def tokenize(text: str) -> list[str]:
+    return [fold(t) for t in _TOKEN.findall(text)]
+
+
+def parse_query(query: str) -> list[Term]:
+    """Split a user's text query into terms. Never raises; unbalanced quotes close at the end."""
+    terms: list[Term] = []
+    for match in _QUERY_PART.finditer(query):
+        phrase, word = match.group(1), match.group(2)
+        if phrase is not None:
+            tokens = tuple(tokenize(phrase))
+            if tokens:
+                terms.append(Term(tokens))
+            continue
+        assert word is not None
+        prefix = word.endswith("*")
+        tokens = tuple(tokenize(word))
+        if not tokens:
+            continue
+        terms.append(Term(tokens, prefix=prefix))
+    return terms
+
+
+def to_fts(terms: list[Term]) -> str:
+    """Render terms as an FTS5 query: each a quoted string, ``*`` outside the quotes for prefix."""
+    parts: list[str] = []
+    for term in terms:
+        literal = '"' + " ".join(term.tokens).replace('"', '""') + '"'
+        parts.append(literal + ("*" if term.prefix else ""))
+    return " ".join(parts)
+
+
+def _term_positions(term: Term, tokens: list[str]) -> bool:
+    n = len(term.tokens)
+    last = n - 1
+    for i in range(len(tokens) - n + 1):
+        ok = True
+        for j, want in enumerate(term.tokens):
+            got = tokens[i + j]
+            if got != want and not (term.prefix and j == last and got.startswith(want)):
+                ok = False
+                break
+        if ok:
+            return True
+    return False
+
+
+def matches(terms: list[Term], tokens: list[str]) -> bool:
+    """Whether a token list contains every term (the scan path's text match)."""
+    return all(_term_positions(term, tokens) for term in terms)
+
+
+def count_hits(terms: list[Term], tokens: list[str]) -> int:
+    """Occurrences of the terms' first tokens: a simple relevance score for the scan path."""
+    firsts = {t.tokens[0]: t.prefix and len(t.tokens) == 1 for t in terms}
+    hits = 0
+    for tok in tokens:
+        for want, prefix in firsts.items():
+            if tok == want or (prefix and tok.startswith(want)):
+                hits += 1
+    return hits
+
+
+def line_matches(terms: list[Term], line: str) -> bool:
+    """Whether a line contains any of the terms (used to place a snippet)."""
+    tokens = tokenize(line)
+    return any(_term_positions(term, tokens) for term in terms)

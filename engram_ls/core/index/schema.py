@@ -1,0 +1,88 @@
+"""DDL of the index. The index is a derived cache: a version mismatch means rebuild, not migrate.
+
+Layout:
+
+- ``notes``: one row per note with freshness data (mtime, size, content hash) and metadata.
+- ``topics`` / ``note_topics``: normalized, case-insensitive topics. ``note_topics`` carries the
+  note's date so that a tag filter plus a date range, ordered by date, is one index range scan.
+- ``headings``, ``links``: outline and links with their lines.
+- ``notes_fts``: FTS5 over title, summary, topics and body (rowid = ``notes.id``).
+- ``meta``: state, generation counter, timestamps, config fingerprint.
+"""
+
+from __future__ import annotations
+
+SCHEMA_VERSION = 1
+"""Stored in ``PRAGMA user_version``. Bump on any change below: old indexes are rebuilt."""
+
+NO_DATE = ""
+"""``note_topics.created_at`` for undated notes (a primary key column cannot be NULL)."""
+
+DDL = """
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value ANY
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE notes (
+    id          INTEGER PRIMARY KEY,
+    path        TEXT NOT NULL UNIQUE,
+    mtime_ns    INTEGER NOT NULL,
+    size        INTEGER NOT NULL,
+    hash        BLOB NOT NULL,
+    title       TEXT NOT NULL,
+    created_at  TEXT,
+    created_ts  TEXT,
+    summary     TEXT,
+    topics      TEXT NOT NULL,
+    body_line   INTEGER NOT NULL,
+    problems    TEXT
+) STRICT;
+
+CREATE INDEX notes_by_date ON notes (created_at, path);
+
+CREATE TABLE topics (
+    id     INTEGER PRIMARY KEY,
+    key    TEXT NOT NULL UNIQUE,
+    name   TEXT NOT NULL,
+    notes  INTEGER NOT NULL DEFAULT 0
+) STRICT;
+
+CREATE INDEX topics_by_use ON topics (notes DESC, key);
+
+CREATE TABLE note_topics (
+    topic_id    INTEGER NOT NULL,
+    created_at  TEXT NOT NULL,
+    note_id     INTEGER NOT NULL,
+    spelling    TEXT NOT NULL,
+    PRIMARY KEY (topic_id, created_at, note_id)
+) STRICT, WITHOUT ROWID;
+
+CREATE INDEX note_topics_by_note ON note_topics (note_id, topic_id);
+
+CREATE TABLE headings (
+    note_id  INTEGER NOT NULL,
+    line     INTEGER NOT NULL,
+    level    INTEGER NOT NULL,
+    text     TEXT NOT NULL,
+    PRIMARY KEY (note_id, line)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE links (
+    note_id  INTEGER NOT NULL,
+    line     INTEGER NOT NULL,
+    seq      INTEGER NOT NULL,
+    kind     TEXT NOT NULL,
+    target   TEXT NOT NULL,
+    anchor   TEXT,
+    label    TEXT,
+    PRIMARY KEY (note_id, line, seq)
+) STRICT, WITHOUT ROWID;
+
+CREATE INDEX links_by_target ON links (target);
+
+CREATE VIRTUAL TABLE notes_fts USING fts5 (
+    title, summary, topics, body,
+    tokenize = 'unicode61 remove_diacritics 2'
+);
+"""

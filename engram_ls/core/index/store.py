@@ -1,0 +1,550 @@
+"""The index file: opening (with rebuild on damage), status, and typed write batches.
+
+A damaged file (garbage, truncation, not SQLite) or one of another schema version is moved
+aside and a fresh, empty index is created; the vault is never touched. Readers get one
+connection per thread; writers use short ``BEGIN IMMEDIATE`` transactions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from engram_ls.core.errors import IndexUnavailable
+from engram_ls.core.index import db
+from engram_ls.core.index.schema import DDL, NO_DATE, SCHEMA_VERSION
+from engram_ls.core.model import Note
+from engram_ls.core.vault import FileStat
+
+State = Literal["empty", "building", "ready", "stale", "failed"]
+STATES: tuple[State, ...] = ("empty", "building", "ready", "stale", "failed")
+
+
+@dataclass(frozen=True, slots=True)
+class IndexStatus:
+    state: State
+    generation: int
+    updated_at: str | None
+    notes: int
+    problems: int
+    topics: int
+    path: str
+    fingerprint: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "state": self.state,
+            "generation": self.generation,
+            "updated_at": self.updated_at,
+            "notes": self.notes,
+            "problems": self.problems,
+            "topics": self.topics,
+            "path": self.path,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Fresh:
+    id: int
+    mtime_ns: int
+    size: int
+    hash: bytes
+
+
+def now_iso() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def folder_range(folder: str) -> tuple[str, str]:
+    """Bounds such that ``lo <= path < hi`` selects every path under ``folder/``."""
+    return folder + "/", folder + "0"  # '0' is the character after '/'
+
+
+class Index:
+    """One index file. Safe to share between threads; each thread gets its own connection."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._local = threading.local()
+        self._all: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        self._inode: int | None = None
+        self.rebuilt_reason: str | None = None
+        """Why the last open replaced the file (``corrupt``, ``version``), for reporting."""
+
+    # -- opening ---------------------------------------------------------------------------
+
+    def open(self) -> None:
+        """Make the file usable: create it, or move a damaged/foreign one aside and recreate.
+
+        Raises IndexUnavailable when no index can be created (read-only folder, full disk).
+        """
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise IndexUnavailable(
+                f"cannot create the index folder {self.path.parent}: {exc.strerror or exc}"
+            ) from exc
+        for attempt in range(3):
+            try:
+                self._check_or_create()
+                return
+            except sqlite3.DatabaseError as exc:
+                self.close()
+                if db.is_corruption(exc) and attempt < 2:
+                    self._replace("corrupt")
+                    continue
+                if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc).lower():
+                    raise IndexUnavailable(
+                        f"the index is locked by another process: {exc}"
+                    ) from exc
+                raise IndexUnavailable(f"cannot open the index {self.path}: {exc}") from exc
+            except _VersionMismatch:
+                self.close()
+                self._replace("version")
+                continue
+            except OSError as exc:
+                self.close()
+                raise IndexUnavailable(f"cannot open the index {self.path}: {exc}") from exc
+
+    def _check_or_create(self) -> None:
+        conn = self.conn()
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version == SCHEMA_VERSION:
+            conn.execute("SELECT key, value FROM meta LIMIT 1").fetchall()
+            conn.execute("SELECT id FROM notes LIMIT 1").fetchall()
+            conn.execute("SELECT rowid FROM notes_fts LIMIT 1").fetchall()
+            self._remember_inode()
+            return
+        if version != 0:
+            raise _VersionMismatch(version)
+        with db.write_tx(conn):
+            # Another process may have created it between our check and the lock.
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version == 0:
+                tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+                if tables:
+                    raise _VersionMismatch(0)
+                for statement in _split_sql(DDL):
+                    conn.execute(statement)
+                conn.executemany(
+                    "INSERT INTO meta (key, value) VALUES (?, ?)",
+                    [("state", "empty"), ("generation", 0), ("notes", 0)],
+                )
+                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            elif version != SCHEMA_VERSION:
+                raise _VersionMismatch(version)
+        self._remember_inode()
+
+    def _remember_inode(self) -> None:
+        with contextlib.suppress(OSError):
+            self._inode = os.stat(self.path).st_ino
+
+    def replaced_by_other(self) -> bool:
+        """True when the file at our path is no longer the one we opened."""
+        try:
+            return os.stat(self.path).st_ino != self._inode
+        except OSError:
+            return True
+
+    def _replace(self, reason: str) -> None:
+        self.close()
+        db.move_aside(self.path, reason)
+        self.rebuilt_reason = reason
+
+    def recover(self) -> None:
+        """After a corruption error: reopen if someone already replaced the file, else replace."""
+        if not self.replaced_by_other():
+            self._replace("corrupt")
+        else:
+            self.close()
+        self.open()
+
+    # -- connections -----------------------------------------------------------------------
+
+    def conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = db.connect(self.path)
+            self._local.conn = conn
+            with self._lock:
+                self._all.append(conn)
+        return conn
+
+    def close(self) -> None:
+        """Close every thread's connection (they reconnect on next use)."""
+        with self._lock:
+            conns, self._all = self._all, []
+        for conn in conns:
+            with contextlib.suppress(sqlite3.Error):
+                conn.close()
+        self._local = threading.local()
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def meta(self, conn: sqlite3.Connection | None = None) -> dict[str, Any]:
+        conn = conn or self.conn()
+        return {str(k): v for k, v in conn.execute("SELECT key, value FROM meta")}
+
+    def status(self, conn: sqlite3.Connection | None = None) -> IndexStatus:
+        meta = self.meta(conn)
+        state = str(meta.get("state", "empty"))
+        return IndexStatus(
+            state=state if state in STATES else "failed",
+            generation=int(meta.get("generation", 0) or 0),
+            updated_at=meta.get("updated_at"),
+            notes=int(meta.get("notes", 0) or 0),
+            problems=int(meta.get("problems", 0) or 0),
+            topics=int(meta.get("topics", 0) or 0),
+            path=str(self.path),
+            fingerprint=meta.get("fingerprint"),
+        )
+
+    def freshness(self, under: str = "") -> dict[str, Fresh]:
+        """Stored (id, mtime, size, hash) of every note, or of those under a folder."""
+        conn = self.conn()
+        if under:
+            lo, hi = folder_range(under)
+            rows = conn.execute(
+                "SELECT path, id, mtime_ns, size, hash FROM notes WHERE path >= ? AND path < ?",
+                (lo, hi),
+            )
+        else:
+            rows = conn.execute("SELECT path, id, mtime_ns, size, hash FROM notes")
+        return {path: Fresh(i, m, s, h) for path, i, m, s, h in rows}
+
+    def get_fresh(self, path: str) -> Fresh | None:
+        row = (
+            self.conn()
+            .execute("SELECT id, mtime_ns, size, hash FROM notes WHERE path = ?", (path,))
+            .fetchone()
+        )
+        return Fresh(*row) if row else None
+
+    def has_folder(self, folder: str) -> bool:
+        lo, hi = folder_range(folder)
+        row = (
+            self.conn()
+            .execute("SELECT 1 FROM notes WHERE path >= ? AND path < ? LIMIT 1", (lo, hi))
+            .fetchone()
+        )
+        return row is not None
+
+    # -- writing ---------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[Batch]:
+        """A write transaction; on exit topics are refreshed and the generation increases."""
+        conn = self.conn()
+        with db.write_tx(conn):
+            b = Batch(conn)
+            yield b
+            b.finish()
+
+
+class _VersionMismatch(Exception):
+    pass
+
+
+def _split_sql(script: str) -> list[str]:
+    return [s.strip() for s in script.split(";") if s.strip()]
+
+
+class Batch:
+    """Writes inside one transaction. Never commits itself; ``Index.batch`` does."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self._topic_ids: dict[str, int] = {}
+        self._touched_topics: set[int] = set()
+        self._refresh_all_topics = False
+        self.changed = 0
+        self.notes_delta = 0
+        self.problems_delta = 0
+        self._recount = False
+        self._state: State | None = None
+        self._meta: dict[str, Any] = {}
+
+    # notes ------------------------------------------------------------------------------
+
+    def upsert(self, note: Note, st: FileStat, digest: bytes) -> int:
+        """Insert or replace a note's rows (keeps its id when the path already exists)."""
+        c = self.conn
+        topics_json = json.dumps(list(note.topics), ensure_ascii=False)
+        problems_json = (
+            json.dumps(
+                [{"code": p.code, "message": p.message, "line": p.line} for p in note.problems],
+                ensure_ascii=False,
+            )
+            if note.problems
+            else None
+        )
+        row = c.execute(
+            "SELECT id, problems IS NOT NULL FROM notes WHERE path = ?", (note.path,)
+        ).fetchone()
+        values = (
+            st.mtime_ns,
+            st.size,
+            digest,
+            note.title,
+            note.created_at,
+            note.created_ts,
+            note.summary,
+            topics_json,
+            note.body_line,
+            problems_json,
+        )
+        if row is None:
+            note_id = int(
+                c.execute(
+                    "INSERT INTO notes (mtime_ns, size, hash, title, created_at, created_ts,"
+                    " summary, topics, body_line, problems, path)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (*values, note.path),
+                ).lastrowid
+                or 0
+            )
+            self.notes_delta += 1
+        else:
+            note_id = int(row[0])
+            self.problems_delta -= int(row[1])
+            c.execute(
+                "UPDATE notes SET mtime_ns = ?, size = ?, hash = ?, title = ?, created_at = ?,"
+                " created_ts = ?, summary = ?, topics = ?, body_line = ?, problems = ?"
+                " WHERE id = ?",
+                (*values, note_id),
+            )
+            self._clear_children(note_id)
+        self._insert_children(note_id, note)
+        self.problems_delta += bool(note.problems)
+        self.changed += 1
+        return note_id
+
+    def _insert_children(self, note_id: int, note: Note) -> None:
+        c = self.conn
+        day = note.created_at or NO_DATE
+        seen: set[int] = set()
+        rows = []
+        for spelling in note.topics:
+            tid = self._topic_id(spelling)
+            if tid in seen:
+                continue
+            seen.add(tid)
+            rows.append((tid, day, note_id, spelling))
+        if rows:
+            c.executemany(
+                "INSERT INTO note_topics (topic_id, created_at, note_id, spelling)"
+                " VALUES (?, ?, ?, ?)",
+                rows,
+            )
+            self._touched_topics.update(seen)
+        if note.headings:
+            c.executemany(
+                "INSERT OR IGNORE INTO headings (note_id, line, level, text) VALUES (?, ?, ?, ?)",
+                [(note_id, h.line, h.level, h.text) for h in note.headings],
+            )
+        if note.links:
+            c.executemany(
+                "INSERT INTO links (note_id, line, seq, kind, target, anchor, label)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (note_id, link.line, seq, link.kind, link.target, link.anchor, link.label)
+                    for seq, link in enumerate(note.links)
+                ],
+            )
+        c.execute(
+            "INSERT INTO notes_fts (rowid, title, summary, topics, body) VALUES (?, ?, ?, ?, ?)",
+            (note_id, note.title, note.summary or "", " ".join(note.topics), note.body),
+        )
+
+    def _clear_children(self, note_id: int) -> None:
+        c = self.conn
+        for (tid,) in c.execute(
+            "SELECT topic_id FROM note_topics WHERE note_id = ?", (note_id,)
+        ).fetchall():
+            self._touched_topics.add(int(tid))
+        c.execute("DELETE FROM note_topics WHERE note_id = ?", (note_id,))
+        c.execute("DELETE FROM headings WHERE note_id = ?", (note_id,))
+        c.execute("DELETE FROM links WHERE note_id = ?", (note_id,))
+        c.execute("DELETE FROM notes_fts WHERE rowid = ?", (note_id,))
+
+    def clear(self) -> None:
+        """Remove every note (a full rebuild that other processes can watch happen)."""
+        c = self.conn
+        for table in ("note_topics", "headings", "links", "notes_fts", "notes", "topics"):
+            c.execute(f"DELETE FROM {table}")
+        self._topic_ids.clear()
+        self._touched_topics.clear()
+        self._recount = True
+        self.changed += 1
+
+    def touch(self, path: str, st: FileStat) -> None:
+        """Same content, new mtime/size (e.g. ``touch`` or a checkout): no re-parse."""
+        self.conn.execute(
+            "UPDATE notes SET mtime_ns = ?, size = ? WHERE path = ?", (st.mtime_ns, st.size, path)
+        )
+
+    def delete(self, path: str) -> bool:
+        row = self.conn.execute("SELECT id FROM notes WHERE path = ?", (path,)).fetchone()
+        if row is None:
+            return False
+        self._delete_ids([int(row[0])])
+        return True
+
+    def delete_folder(self, folder: str) -> int:
+        lo, hi = folder_range(folder)
+        ids = [
+            int(r[0])
+            for r in self.conn.execute(
+                "SELECT id FROM notes WHERE path >= ? AND path < ?", (lo, hi)
+            ).fetchall()
+        ]
+        self._delete_ids(ids)
+        return len(ids)
+
+    def delete_paths(self, paths: Iterable[str]) -> int:
+        n = 0
+        for path in paths:
+            n += self.delete(path)
+        return n
+
+    def _delete_ids(self, ids: list[int]) -> None:
+        for note_id in ids:
+            self._clear_children(note_id)
+            row = self.conn.execute(
+                "DELETE FROM notes WHERE id = ? RETURNING problems IS NOT NULL", (note_id,)
+            ).fetchone()
+            if row is not None:
+                self.notes_delta -= 1
+                self.problems_delta -= int(row[0])
+        self.changed += len(ids)
+
+    def move(self, old: str, new: str) -> bool:
+        """Rename one note's row (the caller decides whether to re-parse)."""
+        c = self.conn
+        if old == new:
+            return c.execute("SELECT 1 FROM notes WHERE path = ?", (old,)).fetchone() is not None
+        self.delete(new)
+        cur = c.execute("UPDATE notes SET path = ? WHERE path = ?", (new, old))
+        self.changed += cur.rowcount
+        return cur.rowcount > 0
+
+    def move_folder(self, old: str, new: str) -> list[str]:
+        """Rename every row under ``old/`` to ``new/`` without re-parsing; returns new paths."""
+        c = self.conn
+        lo, hi = folder_range(old)
+        nlo, nhi = folder_range(new)
+        # Rows already under the destination are replaced by the moved ones.
+        moved_names = [
+            r[0]
+            for r in c.execute(
+                "SELECT path FROM notes WHERE path >= ? AND path < ?", (lo, hi)
+            ).fetchall()
+        ]
+        new_paths = [new + "/" + p[len(old) + 1 :] for p in moved_names]
+        existing = {
+            r[0]
+            for r in c.execute(
+                "SELECT path FROM notes WHERE path >= ? AND path < ?", (nlo, nhi)
+            ).fetchall()
+        }
+        self.delete_paths(p for p in new_paths if p in existing)
+        c.execute(
+            "UPDATE notes SET path = ? || substr(path, ?) WHERE path >= ? AND path < ?",
+            (new + "/", len(old) + 2, lo, hi),
+        )
+        self.changed += len(new_paths)
+        return new_paths
+
+    # topics -----------------------------------------------------------------------------
+
+    def _topic_id(self, spelling: str) -> int:
+        key = spelling.casefold()
+        tid = self._topic_ids.get(key)
+        if tid is not None:
+            return tid
+        row = self.conn.execute("SELECT id FROM topics WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            cur = self.conn.execute(
+                "INSERT INTO topics (key, name, notes) VALUES (?, ?, 0)", (key, spelling)
+            )
+            tid = int(cur.lastrowid or 0)
+        else:
+            tid = int(row[0])
+        self._topic_ids[key] = tid
+        return tid
+
+    def refresh_all_topics(self) -> None:
+        """Recompute every topic's count and spelling, and the status counters, exactly."""
+        self._refresh_all_topics = True
+        self._recount = True
+
+    def _refresh_topics(self) -> None:
+        c = self.conn
+        if self._refresh_all_topics:
+            where, params = "", ()
+        elif self._touched_topics:
+            c.execute("CREATE TEMP TABLE IF NOT EXISTS touched (id INTEGER PRIMARY KEY)")
+            c.execute("DELETE FROM temp.touched")
+            c.executemany(
+                "INSERT INTO temp.touched (id) VALUES (?)", [(t,) for t in self._touched_topics]
+            )
+            where, params = " WHERE id IN (SELECT id FROM temp.touched)", ()
+        else:
+            return
+        c.execute(
+            "UPDATE topics SET"
+            " notes = (SELECT count(*) FROM note_topics nt WHERE nt.topic_id = topics.id),"
+            " name = coalesce((SELECT spelling FROM note_topics nt WHERE nt.topic_id = topics.id"
+            "   GROUP BY spelling ORDER BY count(*) DESC, spelling LIMIT 1), name)" + where,
+            params,
+        )
+        c.execute("DELETE FROM topics WHERE notes = 0")
+
+    # meta -------------------------------------------------------------------------------
+
+    def set_state(self, state: State) -> None:
+        self._state = state
+
+    def set_meta(self, key: str, value: Any) -> None:
+        self._meta[key] = value
+
+    def finish(self) -> None:
+        c = self.conn
+        self._refresh_topics()
+        meta = dict(self._meta)
+        if self._state is not None:
+            meta["state"] = self._state
+        if self.changed or self._state is not None or self._meta or self._recount:
+            if self._recount:
+                notes = c.execute("SELECT count(*) FROM notes").fetchone()[0]
+                problems = c.execute(
+                    "SELECT count(*) FROM notes WHERE problems IS NOT NULL"
+                ).fetchone()[0]
+                meta.update(notes=notes, problems=problems)
+            else:
+                c.execute(
+                    "UPDATE meta SET value = value + ? WHERE key = 'notes'", (self.notes_delta,)
+                )
+                c.execute(
+                    "INSERT INTO meta (key, value) VALUES ('problems', ?) ON CONFLICT (key)"
+                    " DO UPDATE SET value = value + excluded.value",
+                    (self.problems_delta,),
+                )
+            topics = c.execute("SELECT count(*) FROM topics").fetchone()[0]
+            meta.update(topics=topics, updated_at=now_iso())
+            c.execute("UPDATE meta SET value = value + 1 WHERE key = 'generation'")
+        if meta:
+            c.executemany(
+                "INSERT INTO meta (key, value) VALUES (?, ?)"
+                " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                list(meta.items()),
+            )

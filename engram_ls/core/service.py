@@ -1,0 +1,257 @@
+"""The vault service: one vault, its index, sync and search, as every front end uses them.
+
+Front ends (CLI, language server, MCP server) hold an ``Engram`` and call ``sync``,
+``apply_changes``, ``search``, ``status`` and ``topics``. A missing, damaged or locked index
+never stops a search: it is answered by scanning the files and says so (``served_by: scan``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engram_ls.core.config import CONFIG_DIR, INDEX_FILE, EngramConfig, load_config
+from engram_ls.core.errors import IndexUnavailable, InvalidRequest, SearchTimeout
+from engram_ls.core.index import db
+from engram_ls.core.index.store import Index, IndexStatus
+from engram_ls.core.model import Note
+from engram_ls.core.search import (
+    IndexInfo,
+    IndexSearcher,
+    ScanSearcher,
+    SearchRequest,
+    SearchResponse,
+    make_plan,
+    parse_request,
+)
+from engram_ls.core.sync import Change, ProgressFn, Syncer, SyncReport, read_note
+from engram_ls.core.vault import Vault
+
+SERVABLE_STATES = frozenset({"ready", "stale"})
+
+
+@dataclass(frozen=True, slots=True)
+class TopicCount:
+    name: str
+    notes: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "notes": self.notes}
+
+
+def default_index_path(root: Path, config: EngramConfig) -> Path:
+    env = os.environ.get("ENGRAM_INDEX")
+    if env:
+        return Path(env).expanduser()
+    if config.index_path:
+        p = Path(config.index_path).expanduser()
+        return p if p.is_absolute() else root / p
+    return root / CONFIG_DIR / INDEX_FILE
+
+
+class Engram:
+    """One vault and its index."""
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        config: EngramConfig | None = None,
+        index_path: Path | None = None,
+    ) -> None:
+        self.config_warnings: list[str] = []
+        if config is None:
+            config, self.config_warnings = load_config(Path(root))
+        self.config = config
+        self.vault = Vault(Path(root), config)
+        self.index = Index(index_path or default_index_path(self.vault.root, config))
+        self.syncer = Syncer(self.vault, self.index)
+        self.unavailable: str | None = None
+        """Why the index cannot be used right now (None when it can)."""
+        self._lock = threading.RLock()
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def open(self) -> None:
+        """Open (or create, or replace a damaged) index. Never raises: failures mean scan."""
+        with self._lock:
+            try:
+                self.index.open()
+                self.unavailable = None
+            except IndexUnavailable as exc:
+                self.unavailable = exc.message
+
+    def close(self) -> None:
+        self.index.close()
+
+    def __enter__(self) -> Engram:
+        self.open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- sync ------------------------------------------------------------------------------
+
+    def sync(
+        self, *, full: bool = False, progress: ProgressFn | None = None, workers: int | None = None
+    ) -> SyncReport:
+        """Reconcile the index with the vault (builds or resumes a build when needed)."""
+        return self._writing(
+            lambda: self.syncer.reconcile(full=full, progress=progress, workers=workers)
+        )
+
+    def apply_changes(self, changes: Sequence[Change]) -> SyncReport:
+        return self._writing(lambda: self.syncer.apply_changes(changes))
+
+    def _writing(self, work: Any) -> SyncReport:
+        with self._lock:
+            if self.unavailable is not None:
+                self.open()
+                if self.unavailable is not None:
+                    raise IndexUnavailable(self.unavailable)
+            for attempt in range(2):
+                try:
+                    result: SyncReport = work()
+                    return result
+                except sqlite3.DatabaseError as exc:
+                    if db.is_corruption(exc) and attempt == 0:
+                        self.index.recover()
+                        continue
+                    self._mark_failed()
+                    raise IndexUnavailable(f"the index could not be updated: {exc}") from exc
+                except OSError as exc:
+                    self._mark_failed()
+                    raise IndexUnavailable(f"the index could not be updated: {exc}") from exc
+            raise IndexUnavailable("the index could not be rebuilt")
+
+    def _mark_failed(self) -> None:
+        try:
+            with self.index.batch() as b:
+                b.set_state("failed")
+        except (sqlite3.Error, OSError):
+            pass
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def status(self) -> IndexStatus:
+        if self.unavailable is None:
+            try:
+                return self.index.status()
+            except sqlite3.Error as exc:
+                if db.is_corruption(exc):
+                    self._recover_quietly()
+        return IndexStatus(
+            state="failed",
+            generation=0,
+            updated_at=None,
+            notes=0,
+            problems=0,
+            topics=0,
+            path=str(self.index.path),
+        )
+
+    def _recover_quietly(self) -> None:
+        with self._lock:
+            try:
+                self.index.recover()
+                self.unavailable = None
+            except IndexUnavailable as exc:
+                self.unavailable = exc.message
+
+    def read_note(self, rel: str) -> Note | None:
+        """Parse one note from disk (used by the scan path)."""
+        parsed = read_note(os.fspath(self.vault.root), rel, self.config)
+        return parsed[2] if parsed else None
+
+    def search(
+        self,
+        request: SearchRequest | Mapping[str, Any],
+        *,
+        cancel: threading.Event | None = None,
+    ) -> SearchResponse:
+        t0 = time.perf_counter()
+        req = parse_request(request)
+        plan = make_plan(req, self.vault, self.config, cancel)
+        served: IndexInfo | None = None
+        hits: list[Any] = []
+        total = 0
+        if self.unavailable is None:
+            try:
+                conn = self.index.conn()
+                conn.set_progress_handler(lambda: 1 if _expired(plan) else 0, 2000)
+                try:
+                    with db.read_tx(conn):
+                        st = self.index.status(conn)
+                        if st.state in SERVABLE_STATES:
+                            hits, total = IndexSearcher(conn, self.vault, self.config).run(plan)
+                            served = IndexInfo(st.state, "index", st.generation, st.updated_at)
+                        else:
+                            served = IndexInfo(st.state, "scan", st.generation, st.updated_at)
+                finally:
+                    conn.set_progress_handler(None, 0)
+            except sqlite3.OperationalError as exc:
+                if "interrupted" in str(exc).lower():
+                    plan.check()
+                    raise SearchTimeout("the search ran past its deadline") from None
+                served = self._index_failure(exc)
+            except sqlite3.DatabaseError as exc:
+                served = self._index_failure(exc)
+        if served is None:
+            served = IndexInfo("failed", "scan", 0, None)
+        if served.served_by == "scan":
+            hits, total = ScanSearcher(self.vault, self.config, self.read_note).run(plan)
+        return SearchResponse(
+            results=hits,
+            total=total,
+            truncated=total > plan.offset + len(hits),
+            index=served,
+            elapsed_ms=(time.perf_counter() - t0) * 1000,
+        )
+
+    def _index_failure(self, exc: sqlite3.DatabaseError) -> IndexInfo:
+        """The index could not answer: recover if it is damaged; the caller scans."""
+        if db.is_corruption(exc):
+            self._recover_quietly()
+            return IndexInfo("failed", "scan", 0, None)
+        st = None
+        with contextlib.suppress(sqlite3.Error):
+            st = self.index.status()
+        if st is None:
+            return IndexInfo("failed", "scan", 0, None)
+        return IndexInfo(st.state, "scan", st.generation, st.updated_at)
+
+    def topics(self, prefix: str = "", limit: int = 100) -> list[TopicCount]:
+        """Known topics, most used first, optionally starting with ``prefix`` (any case)."""
+        if limit < 1 or limit > 10_000:
+            raise InvalidRequest("limit must be between 1 and 10000")
+        key = prefix.strip().lstrip("#").casefold()
+        conn = self.index.conn()
+        if key:
+            upper = key[:-1] + chr(ord(key[-1]) + 1)
+            rows = conn.execute(
+                "SELECT name, notes FROM topics WHERE key >= ? AND key < ?"
+                " ORDER BY notes DESC, key LIMIT ?",
+                (key, upper, limit),
+            ).fetchall()
+        else:
+            rows = conn.execute(
+                "SELECT name, notes FROM topics ORDER BY notes DESC, key LIMIT ?", (limit,)
+            ).fetchall()
+        return [TopicCount(str(n), int(c)) for n, c in rows]
+
+
+def _expired(plan: Any) -> bool:
+    if plan.cancel is not None and plan.cancel.is_set():
+        return True
+    return bool(time.monotonic() > plan.deadline)
+
+
+__all__ = ["Change", "Engram", "TopicCount", "default_index_path"]

@@ -1,0 +1,350 @@
+"""Vault ↔ index: cold build, reconcile, and batches of changes from editors and watchers.
+
+- ``reconcile`` walks the vault, stats every file and re-parses only what changed (mtime/size,
+  then content hash), removing rows of deleted files. An empty or interrupted index is built
+  (resumed) the same way: rows are committed in chunks, so a killed build keeps its progress.
+- ``apply_changes`` takes one batch of created/changed/deleted/renamed files and folders, as the
+  language server and MCP server receive them, and applies it in one transaction. A folder
+  rename moves rows without re-parsing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Executor, ProcessPoolExecutor
+from dataclasses import dataclass, field
+from multiprocessing import get_context
+from typing import Literal
+
+from engram_ls.core.config import EngramConfig
+from engram_ls.core.index.store import Batch, Index, State
+from engram_ls.core.model import Note
+from engram_ls.core.parse import parse_note
+from engram_ls.core.vault import FileStat, Vault
+
+PARSE_VERSION = 1
+"""Bump when parsing changes what it extracts: indexes built by older code are re-parsed."""
+
+CHUNK = 500
+"""Notes parsed per worker task."""
+COMMIT_EVERY = 2000
+"""Notes per write transaction during a build (the resume granularity)."""
+PARALLEL_MIN = 3000
+"""Below this many notes to parse, a process pool does not pay for itself."""
+
+ProgressFn = Callable[[int, int], None]
+"""Called with (done, total) while notes are parsed."""
+
+ChangeKind = Literal["created", "changed", "deleted", "renamed"]
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    kind: ChangeKind
+    path: str
+    """Vault-relative or absolute path of a file or folder."""
+    new_path: str | None = None
+    """For ``renamed``: the destination."""
+
+
+@dataclass(slots=True)
+class SyncReport:
+    scanned: int = 0
+    parsed: int = 0
+    touched: int = 0
+    """Files whose stat changed but whose content did not (no re-parse)."""
+    removed: int = 0
+    moved: int = 0
+    unchanged: int = 0
+    resumed: bool = False
+    full: bool = False
+    elapsed_s: float = 0.0
+    generation: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "scanned": self.scanned,
+            "parsed": self.parsed,
+            "touched": self.touched,
+            "removed": self.removed,
+            "moved": self.moved,
+            "unchanged": self.unchanged,
+            "resumed": self.resumed,
+            "full": self.full,
+            "elapsed_s": round(self.elapsed_s, 4),
+            "generation": self.generation,
+        }
+
+
+def config_fingerprint(config: EngramConfig) -> str:
+    """What parsing depends on; a different fingerprint means every note must be re-parsed."""
+    relevant = {
+        "parse_version": PARSE_VERSION,
+        "include": config.include,
+        "exclude": config.exclude,
+        "topic_keys": config.topic_keys,
+        "date_keys": config.date_keys,
+        "date_formats": config.date_formats,
+        "summary_keys": config.summary_keys,
+        "inline_tags": config.inline_tags,
+        "max_note_bytes": config.limits.max_note_bytes,
+    }
+    return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def digest(data: bytes) -> bytes:
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+Parsed = tuple[FileStat, bytes, Note | None]
+"""(stat of what was read, content hash, note — None when the hash matched ``known``)."""
+
+
+def read_note(
+    root: str, rel: str, config: EngramConfig, known: bytes | None = None
+) -> Parsed | None:
+    """Read, hash and parse one file; None when it vanished or cannot be read.
+
+    The stat stored is taken from the open file, so it describes exactly the bytes parsed.
+    """
+    try:
+        with open(os.path.join(root, rel), "rb") as fh:
+            st = os.fstat(fh.fileno())
+            data = fh.read()
+    except OSError:
+        return None
+    fs = FileStat(rel, st.st_mtime_ns, st.st_size)
+    h = digest(data)
+    if known is not None and h == known:
+        return fs, h, None
+    return fs, h, parse_note(rel, data, config)
+
+
+def _parse_chunk(
+    root: str, items: list[tuple[str, bytes | None]], config: EngramConfig
+) -> list[tuple[str, Parsed | None]]:
+    return [(rel, read_note(root, rel, config, known)) for rel, known in items]
+
+
+class Syncer:
+    """Keeps one index in step with one vault."""
+
+    def __init__(self, vault: Vault, index: Index) -> None:
+        self.vault = vault
+        self.index = index
+        self.config = vault.config
+        self.fingerprint = config_fingerprint(vault.config)
+
+    # -- reconcile / build -----------------------------------------------------------------
+
+    def needs_full_rebuild(self) -> bool:
+        status = self.index.status()
+        return status.notes > 0 and status.fingerprint not in (None, self.fingerprint)
+
+    def reconcile(
+        self,
+        *,
+        full: bool = False,
+        progress: ProgressFn | None = None,
+        workers: int | None = None,
+    ) -> SyncReport:
+        """Bring the index in line with the vault. Safe to interrupt and run again."""
+        t0 = time.perf_counter()
+        report = SyncReport()
+        status = self.index.status()
+        if full or self.needs_full_rebuild():
+            report.full = True
+            with self.index.batch() as b:
+                b.clear()
+                b.set_state("building")
+                b.set_meta("fingerprint", self.fingerprint)
+            status = self.index.status()
+        cold = status.state in ("empty", "building", "failed") or status.notes == 0
+        report.resumed = status.state == "building" and status.notes > 0 and not report.full
+
+        stored = self.index.freshness()
+        files = sorted(self.vault.walk(), key=lambda f: f.path)
+        report.scanned = len(files)
+        todo: list[tuple[str, bytes | None]] = []
+        seen: set[str] = set()
+        for f in files:
+            seen.add(f.path)
+            fresh = stored.get(f.path)
+            if fresh is None:
+                todo.append((f.path, None))
+            elif fresh.mtime_ns != f.mtime_ns or fresh.size != f.size:
+                todo.append((f.path, fresh.hash))
+            else:
+                report.unchanged += 1
+        gone = [p for p in stored if p not in seen]
+        del stored
+
+        if not todo and not gone:
+            if status.state != "ready" or status.fingerprint != self.fingerprint:
+                with self.index.batch() as b:
+                    if cold:
+                        b.refresh_all_topics()
+                    b.set_state("ready")
+                    b.set_meta("fingerprint", self.fingerprint)
+            report.generation = self.index.status().generation
+            report.elapsed_s = time.perf_counter() - t0
+            return report
+
+        busy_state: State = "building" if cold else "stale"
+        if gone or len(todo) > COMMIT_EVERY:
+            with self.index.batch() as b:
+                b.set_state(busy_state)
+                b.set_meta("fingerprint", self.fingerprint)
+                report.removed = b.delete_paths(gone)
+
+        total = len(todo)
+        done = 0
+        pending: list[tuple[str, Parsed | None]] = []
+        for results in self._parse_all(todo, workers):
+            pending.extend(results)
+            done += len(results)
+            if progress is not None:
+                progress(done, total)
+            if len(pending) >= COMMIT_EVERY and done < total:
+                with self.index.batch() as b:
+                    b.set_state(busy_state)
+                    b.set_meta("fingerprint", self.fingerprint)
+                    self._write(b, pending, report)
+                pending = []
+        with self.index.batch() as b:
+            self._write(b, pending, report)
+            if gone and report.removed == 0:
+                report.removed = b.delete_paths(gone)
+            if cold or report.full:
+                b.refresh_all_topics()
+            b.set_state("ready")
+            b.set_meta("fingerprint", self.fingerprint)
+        report.generation = self.index.status().generation
+        report.elapsed_s = time.perf_counter() - t0
+        return report
+
+    def _parse_all(
+        self, todo: list[tuple[str, bytes | None]], workers: int | None
+    ) -> Iterator[list[tuple[str, Parsed | None]]]:
+        root = os.fspath(self.vault.root)
+        chunks = [todo[i : i + CHUNK] for i in range(0, len(todo), CHUNK)]
+        n_workers = workers if workers is not None else min(2, os.cpu_count() or 1)
+        if n_workers <= 1 or len(todo) < PARALLEL_MIN:
+            for chunk in chunks:
+                yield _parse_chunk(root, chunk, self.config)
+            return
+        pool: Executor = ProcessPoolExecutor(max_workers=n_workers, mp_context=get_context("fork"))
+        try:
+            yield from pool.map(
+                _parse_chunk, [root] * len(chunks), chunks, [self.config] * len(chunks)
+            )
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def _write(
+        self, b: Batch, results: list[tuple[str, Parsed | None]], report: SyncReport
+    ) -> None:
+        for rel, parsed in results:
+            if parsed is None:
+                report.removed += b.delete(rel)
+                continue
+            st, h, note = parsed
+            if note is None:
+                b.touch(rel, st)
+                report.touched += 1
+            else:
+                b.upsert(note, st, h)
+                report.parsed += 1
+
+    # -- change batches --------------------------------------------------------------------
+
+    def apply_changes(self, changes: Sequence[Change]) -> SyncReport:
+        """Apply one batch of changes in one transaction (one generation step)."""
+        t0 = time.perf_counter()
+        report = SyncReport()
+        with self.index.batch() as b:
+            for change in changes:
+                self._apply_one(b, change, report)
+        report.generation = self.index.status().generation
+        report.elapsed_s = time.perf_counter() - t0
+        return report
+
+    def _apply_one(self, b: Batch, change: Change, report: SyncReport) -> None:
+        vault = self.vault
+        path = vault.rel(change.path)
+        if change.kind == "renamed":
+            if change.new_path is None:
+                raise ValueError("a rename needs new_path")
+            new = vault.rel(change.new_path)
+            if vault.abs(new).is_dir() or self.index.has_folder(path):
+                moved = b.move_folder(path, new)
+                report.moved += len(moved)
+                for p in moved:
+                    if not vault.filter.is_note(p):
+                        report.removed += b.delete(p)
+                self._sync_folder(b, new, report)
+            else:
+                had_row = b.move(path, new)
+                report.moved += had_row
+                # The title or date may come from the file name: re-read the one file.
+                self._sync_file(b, new, report, force=True)
+            return
+        if change.kind == "deleted":
+            target = vault.abs(path)
+            if target.is_file():  # it came back (editors save by delete + create)
+                self._sync_file(b, path, report)
+            elif target.is_dir():
+                self._sync_folder(b, path, report)
+            else:
+                report.removed += b.delete(path)
+                report.removed += b.delete_folder(path) if path else 0
+            return
+        # created / changed
+        if vault.abs(path).is_dir():
+            self._sync_folder(b, path, report)
+        else:
+            self._sync_file(b, path, report)
+
+    def _sync_file(self, b: Batch, rel: str, report: SyncReport, *, force: bool = False) -> None:
+        st = self.vault.stat(rel)
+        if st is None:
+            report.removed += b.delete(rel)
+            return
+        fresh = self.index.get_fresh(rel)
+        if (
+            fresh is not None
+            and not force
+            and (fresh.mtime_ns, fresh.size) == (st.mtime_ns, st.size)
+        ):
+            report.unchanged += 1
+            return
+        parsed = read_note(
+            os.fspath(self.vault.root),
+            rel,
+            self.config,
+            None if force or fresh is None else fresh.hash,
+        )
+        self._write(b, [(rel, parsed)], report)
+
+    def _sync_folder(self, b: Batch, folder: str, report: SyncReport) -> None:
+        """Reconcile one folder inside the current transaction (stat-only for unchanged)."""
+        stored = self.index.freshness(folder)
+        seen: set[str] = set()
+        for f in self.vault.walk(folder):
+            seen.add(f.path)
+            fresh = stored.get(f.path)
+            if fresh is not None and (fresh.mtime_ns, fresh.size) == (f.mtime_ns, f.size):
+                report.unchanged += 1
+                continue
+            parsed = read_note(
+                os.fspath(self.vault.root), f.path, self.config, fresh.hash if fresh else None
+            )
+            self._write(b, [(f.path, parsed)], report)
+        for p in stored:
+            if p not in seen:
+                report.removed += b.delete(p)

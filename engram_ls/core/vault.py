@@ -1,0 +1,236 @@
+"""The vault on disk: root discovery, walking with ignore rules, path containment, globs.
+
+Every path that leaves this module is vault-relative and POSIX-style (``area/2024/note.md``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat as stat_mod
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path, PurePosixPath
+
+from engram_ls.core.config import CONFIG_DIR, EngramConfig
+from engram_ls.core.errors import NotFound, OutsideVault
+
+ALWAYS_IGNORED_DIRS = frozenset({".git", CONFIG_DIR, "node_modules"})
+GLOB_CHARS = frozenset("*?[")
+
+
+@dataclass(frozen=True, slots=True)
+class FileStat:
+    path: str
+    """Vault-relative POSIX path."""
+    mtime_ns: int
+    size: int
+
+
+@lru_cache(maxsize=256)
+def compile_glob(pattern: str) -> re.Pattern[str]:
+    """Compile a gitignore-like glob over vault-relative POSIX paths.
+
+    ``**`` matches any number of folders (including none), ``*`` and ``?`` never cross a ``/``,
+    ``[...]`` is a character class. A pattern without a ``/`` matches the name at any depth
+    (``*.tmp.md`` matches ``a/b/x.tmp.md``), as in ``.gitignore``.
+    """
+    pat = pattern.strip().lstrip("/")
+    if pat.startswith("./"):
+        pat = pat[2:]
+    if pat.endswith("/"):
+        pat += "**"
+    if "/" not in pat:
+        pat = "**/" + pat
+    out: list[str] = []
+    i, n = 0, len(pat)
+    while i < n:
+        c = pat[i]
+        if pat.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pat.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif c == "*":
+            out.append("[^/]*")
+            i += 1
+        elif c == "?":
+            out.append("[^/]")
+            i += 1
+        elif c == "[":
+            j = pat.find("]", i + 2 if pat[i + 1 : i + 2] in ("!", "]") else i + 1)
+            if j == -1:
+                out.append(re.escape(c))
+                i += 1
+            else:
+                body = pat[i + 1 : j]
+                if body.startswith("!"):
+                    body = "^" + body[1:]
+                out.append("[" + body.replace("\\", "\\\\") + "]")
+                i = j + 1
+        else:
+            out.append(re.escape(c))
+            i += 1
+    try:
+        return re.compile("".join(out) + r"\Z", re.DOTALL)
+    except re.error:
+        return re.compile(re.escape(pattern) + r"\Z")
+
+
+def is_glob(pattern: str) -> bool:
+    return any(ch in GLOB_CHARS for ch in pattern)
+
+
+class PathFilter:
+    """Decides which files are notes, from the config's include/exclude globs."""
+
+    def __init__(self, config: EngramConfig) -> None:
+        self._include = [compile_glob(p) for p in config.include] or [compile_glob("**/*.md")]
+        self._exclude = [compile_glob(p) for p in config.exclude]
+
+    def dir_excluded(self, rel_dir: str) -> bool:
+        name = rel_dir.rsplit("/", 1)[-1]
+        if name in ALWAYS_IGNORED_DIRS or name.startswith("."):
+            return True
+        probe = rel_dir + "/"
+        return any(rx.match(rel_dir) or rx.match(probe) for rx in self._exclude)
+
+    def is_note(self, rel_path: str) -> bool:
+        if not rel_path.endswith(".md"):
+            return False
+        parts = rel_path.split("/")
+        if any(p in ALWAYS_IGNORED_DIRS or p.startswith(".") or p in ("", "..") for p in parts):
+            return False
+        if not self.file_matches(rel_path):
+            return False
+        return not any(self.dir_excluded("/".join(parts[:i])) for i in range(1, len(parts)))
+
+    def file_matches(self, rel_path: str) -> bool:
+        """Include/exclude globs only (the walk has already pruned excluded folders)."""
+        if not any(rx.match(rel_path) for rx in self._include):
+            return False
+        return not any(rx.match(rel_path) for rx in self._exclude)
+
+
+class Vault:
+    """A folder of notes. Holds no note data; every call goes to the file system."""
+
+    def __init__(self, root: Path, config: EngramConfig) -> None:
+        if not root.is_dir():
+            raise NotFound(f"vault folder does not exist: {root}", data={"path": str(root)})
+        self.root = root.resolve()
+        self.config = config
+        self.filter = PathFilter(config)
+
+    # -- paths -----------------------------------------------------------------------------
+
+    def rel(self, path: str | os.PathLike[str]) -> str:
+        """Normalize an absolute or vault-relative path to a vault-relative POSIX path.
+
+        Raises OutsideVault for anything that would leave the vault (``..``, another root,
+        NUL bytes). Does not require the path to exist and does not follow symlinks.
+        """
+        raw = os.fspath(path)
+        if "\x00" in raw:
+            raise OutsideVault("path contains a NUL byte", data={"path": raw})
+        p = Path(raw)
+        if p.is_absolute():
+            try:
+                p = p.relative_to(self.root)
+            except ValueError:
+                try:
+                    p = Path(os.path.normpath(raw)).relative_to(self.root)
+                except ValueError:
+                    raise OutsideVault(
+                        f"path is outside the vault: {raw}", data={"path": raw}
+                    ) from None
+        posix = PurePosixPath(p.as_posix())
+        parts = [part for part in posix.parts if part not in ("", ".")]
+        if any(part == ".." for part in parts) or posix.is_absolute():
+            raise OutsideVault(f"path leaves the vault: {raw}", data={"path": raw})
+        return "/".join(parts)
+
+    def abs(self, rel_path: str) -> Path:
+        return self.root / rel_path if rel_path else self.root
+
+    def resolve_inside(self, path: str | os.PathLike[str]) -> Path:
+        """The real path of a vault file, after symlinks, checked to stay inside the vault."""
+        rel = self.rel(path)
+        real = Path(os.path.realpath(self.abs(rel)))
+        if real != self.root and not real.is_relative_to(self.root):
+            raise OutsideVault(f"path resolves outside the vault: {rel}", data={"path": rel})
+        return real
+
+    def contains(self, rel_path: str) -> bool:
+        try:
+            self.resolve_inside(rel_path)
+        except OutsideVault:
+            return False
+        return True
+
+    # -- walking ---------------------------------------------------------------------------
+
+    def walk(self, under: str = "") -> Iterator[FileStat]:
+        """Every note under ``under`` (a vault-relative folder), with mtime and size.
+
+        Symlinked folders are not entered (no loops, no escapes); a symlinked file counts only
+        when its target is inside the vault. Unreadable folders are skipped.
+        """
+        start = self.abs(under)
+        stack: list[tuple[str, str]] = [(os.fspath(start), under)]
+        flt = self.filter
+        while stack:
+            abs_dir, rel_dir = stack.pop()
+            try:
+                it = os.scandir(abs_dir)
+            except OSError:
+                continue
+            with it:
+                for entry in it:
+                    name = entry.name
+                    rel = f"{rel_dir}/{name}" if rel_dir else name
+                    try:
+                        if entry.is_dir(follow_symlinks=False):
+                            if not flt.dir_excluded(rel):
+                                stack.append((entry.path, rel))
+                            continue
+                        if not name.endswith(".md") or name.startswith("."):
+                            continue
+                        if entry.is_symlink():
+                            if not self.contains(rel):
+                                continue
+                            st = os.stat(entry.path)
+                        else:
+                            st = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    if not stat_mod.S_ISREG(st.st_mode):
+                        continue
+                    if flt.file_matches(rel):
+                        yield FileStat(rel, st.st_mtime_ns, st.st_size)
+
+    def stat(self, rel_path: str) -> FileStat | None:
+        """Stat one note; None when it is missing, not a regular file, or not a note."""
+        if not self.filter.is_note(rel_path):
+            return None
+        p = self.abs(rel_path)
+        try:
+            if p.is_symlink() and not self.contains(rel_path):
+                return None
+            st = os.stat(p)
+        except OSError:
+            return None
+        if not stat_mod.S_ISREG(st.st_mode):
+            return None
+        return FileStat(rel_path, st.st_mtime_ns, st.st_size)
+
+
+def find_vault_root(start: Path) -> Path:
+    """The nearest folder at or above ``start`` holding ``.engram/``, else ``start`` itself."""
+    start = start.resolve()
+    for folder in (start, *start.parents):
+        if (folder / CONFIG_DIR).is_dir():
+            return folder
+    return start

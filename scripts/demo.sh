@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Install Engram, index the bundled example vault and run a few searches on it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/install.sh
+VAULT=${1:-examples/vault}
+run() { printf '\n$ %s\n' "$*"; "$@"; }
+run .venv/bin/engram index "$VAULT"
+run .venv/bin/engram search "write-ahead log" --vault "$VAULT"
+run .venv/bin/engram search --vault "$VAULT" --tag sqlite --from 2024-01-01 --to 2024-12-31
+run .venv/bin/engram search "memory leak" --vault "$VAULT" --tag -python --limit 5
+run .venv/bin/engram topics "$VAULT" --limit 10
+run .venv/bin/engram status "$VAULT"

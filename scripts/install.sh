@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Create .venv (if missing) and install Engram into it; with --dev also the test tools.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip >/dev/null 2>&1 || true
+if [ "${1:-}" = "--dev" ]; then
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[dev]"
+else
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check -e .
+fi

@@ -1,0 +1,102 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from engram_ls.core.config import EngramConfig
+from engram_ls.core.errors import NotFound, OutsideVault
+from engram_ls.core.vault import Vault, compile_glob, find_vault_root
+
+
+@pytest.mark.parametrize(
+    ("pattern", "path", "expected"),
+    [
+        pytest.param("**/*.md", "a.md", True, id="doublestar-root"),
+        pytest.param("**/*.md", "a/b/c.md", True, id="doublestar-deep"),
+        pytest.param("*.md", "a/b/c.md", True, id="bare-name-any-depth"),
+        pytest.param("a/*.md", "a/b/c.md", False, id="star-no-slash"),
+        pytest.param("a/**", "a/b/c.md", True, id="folder-all"),
+        pytest.param("a/", "a/b/c.md", True, id="trailing-slash"),
+        pytest.param("meetings/2024-??-*.md", "meetings/2024-03-x.md", True, id="question"),
+        pytest.param("[ab].md", "c.md", False, id="class-miss"),
+        pytest.param("[!ab].md", "c.md", True, id="class-negated"),
+        pytest.param("archive/**", "archived/x.md", False, id="no-prefix-bleed"),
+    ],
+)
+def test_compile_glob(pattern: str, path: str, expected: bool) -> None:
+    assert bool(compile_glob(pattern).match(path)) is expected
+
+
+def make_tree(root: Path, files: list[str]) -> None:
+    for rel in files:
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text("# x\n", encoding="utf-8")
+
+
+def test_walk_ignores_hidden_tooling_and_excluded(tmp_path: Path) -> None:
+    make_tree(
+        tmp_path,
+        [
+            "a.md",
+            "b/c.md",
+            "b/d.txt",
+            ".git/x.md",
+            ".obsidian/y.md",
+            ".engram/z.md",
+            "node_modules/p/readme.md",
+            "archive/old.md",
+            ".hidden.md",
+        ],
+    )
+    vault = Vault(tmp_path, EngramConfig(exclude=("archive/**",)))
+    assert sorted(f.path for f in vault.walk()) == ["a.md", "b/c.md"]
+    assert vault.filter.is_note("b/c.md")
+    assert not vault.filter.is_note("archive/old.md")
+    assert not vault.filter.is_note(".git/x.md")
+
+
+def test_walk_does_not_follow_symlinks_out(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    make_tree(outside, ["secret.md"])
+    root = tmp_path / "vault"
+    make_tree(root, ["in.md"])
+    os.symlink(outside / "secret.md", root / "leak.md")
+    os.symlink(outside, root / "leakdir")
+    os.symlink(root, root / "loop")
+    os.symlink(root / "in.md", root / "alias.md")
+    vault = Vault(root, EngramConfig())
+    assert sorted(f.path for f in vault.walk()) == ["alias.md", "in.md"]
+    with pytest.raises(OutsideVault):
+        vault.resolve_inside("leak.md")
+
+
+@pytest.mark.parametrize(
+    "bad",
+    ["../x.md", "a/../../x.md", "/etc/passwd", "a\x00b.md"],
+    ids=["up", "deep-up", "abs", "nul"],
+)
+def test_rel_rejects_escapes(tmp_path: Path, bad: str) -> None:
+    vault = Vault(tmp_path, EngramConfig())
+    with pytest.raises(OutsideVault):
+        vault.rel(bad)
+
+
+def test_rel_accepts_absolute_inside(tmp_path: Path) -> None:
+    vault = Vault(tmp_path, EngramConfig())
+    assert vault.rel(tmp_path / "a" / "b.md") == "a/b.md"
+    assert vault.rel("./a//b.md") == "a/b.md"
+
+
+def test_missing_vault_is_not_found(tmp_path: Path) -> None:
+    with pytest.raises(NotFound):
+        Vault(tmp_path / "nope", EngramConfig())
+
+
+def test_find_vault_root(tmp_path: Path) -> None:
+    (tmp_path / ".engram").mkdir()
+    deep = tmp_path / "a" / "b"
+    deep.mkdir(parents=True)
+    assert find_vault_root(deep) == tmp_path.resolve()

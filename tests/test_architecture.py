@@ -1,0 +1,66 @@
+"""DESIGN §1: dependencies point down only. Read every module's imports and check the layers."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "engram_ls"
+ADAPTER_LIBS = ("pygls", "lsprotocol", "mcp")
+
+
+def imports_of(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+        elif isinstance(node, ast.ImportFrom) and node.level > 0:
+            found.add("." * node.level + (node.module or ""))
+    return found
+
+
+def modules(sub: str) -> list[Path]:
+    return sorted((PACKAGE / sub).rglob("*.py")) if (PACKAGE / sub).exists() else []
+
+
+def _bad(found: set[str], prefixes: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in found if any(m == p or m.startswith(p + ".") for p in prefixes))
+
+
+@pytest.mark.parametrize("path", modules("core"), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_core_imports_no_adapter(path: Path) -> None:
+    found = imports_of(path)
+    forbidden = (*ADAPTER_LIBS, "engram_ls.lsp", "engram_ls.mcp_server", "engram_ls.cli")
+    assert _bad(found, forbidden) == [], f"{path.name} reaches up out of core"
+    assert not any(m.startswith("..") for m in found if m.startswith(".")), "no relative escapes"
+
+
+@pytest.mark.parametrize("path", modules("lsp"), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_lsp_does_not_import_mcp(path: Path) -> None:
+    assert _bad(imports_of(path), ("mcp", "engram_ls.mcp_server", "engram_ls.cli")) == []
+
+
+@pytest.mark.parametrize("path", modules("mcp_server"), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_mcp_does_not_import_lsp(path: Path) -> None:
+    assert _bad(imports_of(path), ("pygls", "lsprotocol", "engram_ls.lsp", "engram_ls.cli")) == []
+
+
+def test_core_has_modules() -> None:
+    """The check above must be looking at something."""
+    names = {p.name for p in modules("core")}
+    assert {"parse.py", "search.py", "sync.py", "vault.py"} <= names
+
+
+def test_no_print_in_package() -> None:
+    """stdout belongs to the protocols; the CLI writes through sys.stdout explicitly."""
+    offenders = []
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "print":
+                offenders.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert offenders == []
