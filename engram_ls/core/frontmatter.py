@@ -10,6 +10,7 @@ never raises. Hostile or broken YAML becomes a :class:`~engram_ls.core.model.Pro
 * malformed YAML → ``yaml``, with YAML's own line converted to the line in the file;
 * a list or a scalar instead of a mapping → ``frontmatter-type``;
 * an opening ``---`` without a closing fence → ``unclosed-frontmatter``;
+* a block over ``MAX_FRONTMATTER_CHARS`` → ``too-large`` (not loaded: YAML costs per value);
 * aliases that would expand to a huge structure (billion laughs, merge-key bombs) and
   collections nested absurdly deep (which make libyaml slow and can overflow the C stack)
   are refused before anything is built, also as ``yaml``.
@@ -44,6 +45,7 @@ except ImportError:  # pragma: no cover - PyYAML built without libyaml
 
 __all__ = [
     "MAX_ALIAS_EXPANSION",
+    "MAX_FRONTMATTER_CHARS",
     "MAX_NESTING",
     "Frontmatter",
     "FrontmatterBlock",
@@ -52,6 +54,8 @@ __all__ = [
     "split_frontmatter",
 ]
 
+MAX_FRONTMATTER_CHARS = 64 * 1024
+"""Largest YAML block that is loaded; loading costs per value, and real blocks are a few KB."""
 MAX_NESTING = 64
 """Deepest collection nesting accepted in frontmatter."""
 MAX_ALIAS_EXPANSION = 10_000
@@ -104,6 +108,7 @@ def split_frontmatter(text: str) -> FrontmatterBlock | None:
     if opening is None:
         return None
     yaml_start = opening.end()
+    newline = opening.group(1) if opening.group(1).endswith("\n") else ""
     closing = _CLOSE_RE.search(text, yaml_start) if opening.group(1) else None
     if closing is None:
         return FrontmatterBlock(
@@ -116,7 +121,7 @@ def split_frontmatter(text: str) -> FrontmatterBlock | None:
             end=0,
             yaml_start=yaml_start,
             yaml_end=yaml_start,
-            newline=opening.group(1),
+            newline=newline,
         )
     yaml_end = closing.start()
     close_line = text.count("\n", 0, yaml_end) + 1
@@ -133,7 +138,7 @@ def split_frontmatter(text: str) -> FrontmatterBlock | None:
         end=end,
         yaml_start=yaml_start,
         yaml_end=yaml_end,
-        newline=opening.group(1),
+        newline=newline,
     )
 
 
@@ -178,6 +183,14 @@ def parse_frontmatter(block: FrontmatterBlock) -> Frontmatter:
             line=block.open_line,
         )
         return Frontmatter(block, {}, (unclosed,))
+    if len(block.yaml_text) > MAX_FRONTMATTER_CHARS:
+        oversized = Problem(
+            "too-large",
+            f"the frontmatter is {len(block.yaml_text)} characters; blocks over "
+            f"{MAX_FRONTMATTER_CHARS} are not loaded (the body is still indexed)",
+            line=block.open_line,
+        )
+        return Frontmatter(block, {}, (oversized,))
     value, load_problem = _load_yaml(block.yaml_text, block.open_line + 1, block.close_line)
     if load_problem is not None:
         return Frontmatter(block, {}, (load_problem,))
@@ -285,6 +298,10 @@ def _yaml_problem(
     if close_line is not None:
         line = min(line, close_line)
     what = exc.problem or "invalid YAML"
+    if mark is not None:
+        source_lines = text.split("\n")
+        if mark.line < len(source_lines) and "\t" in source_lines[mark.line]:
+            what += " (YAML does not allow tabs for indentation)"
     if exc.context:
         where = ""
         if exc.context_mark is not None:

@@ -9,18 +9,15 @@ Filters are never dropped.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
-import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from engram_ls.core import ripgrep
 from engram_ls.core.config import EngramConfig
 from engram_ls.core.errors import (
     InvalidRequest,
@@ -30,8 +27,6 @@ from engram_ls.core.errors import (
     UnsupportedMode,
 )
 from engram_ls.core.index import fts
-from engram_ls.core.index.store import folder_range
-from engram_ls.core.model import Note
 from engram_ls.core.vault import Vault, compile_glob, is_glob
 
 Mode = Literal["text", "literal", "regex", "semantic"]
@@ -40,10 +35,6 @@ _DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 MAX_TAGS = 50
 MAX_TAG_CHARS = 200
 MAX_OFFSET = 100_000
-RG_FILE_LIST_MAX = 20_000
-"""Above this many candidate files, ripgrep scans the vault and results are intersected."""
-BM25_WEIGHTS = (10.0, 5.0, 5.0, 1.0)
-"""Column weights for title, summary, topics, body."""
 
 
 class SearchRequest(BaseModel):
@@ -393,374 +384,36 @@ def lead_line(body: str, body_line: int, summary: str | None) -> tuple[int, str]
     return 1, ""
 
 
-def _uri(vault: Vault, path: str) -> str:
-    return vault.abs(path).as_uri()
+def newest_first(items: list[Any], day: Any, score: Any = None) -> None:
+    """Sort in place: higher ``score`` first (when given), then newest first, undated last,
+    then by path; ``day(item)`` gives ``YYYY-MM-DD`` or None and items have a ``path``."""
+    items.sort(key=lambda it: it.path)
+    if score is None:
+        items.sort(key=lambda it: day(it) or "", reverse=True)
+    else:
+        items.sort(key=lambda it: (score(it), day(it) or ""), reverse=True)
 
 
-# -- index path ------------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class _Row:
-    id: int
-    path: str
-    title: str
-    created_at: str | None
-    topics_json: str
-    summary: str | None
-    body_line: int
-    score: float = 0.0
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-class IndexSearcher:
-    """Answers a plan from the index, inside one read snapshot."""
-
-    def __init__(self, conn: sqlite3.Connection, vault: Vault, config: EngramConfig) -> None:
-        self.conn = conn
-        self.vault = vault
-        self.config = config
-        conn.create_function("engram_glob", 2, _glob_match, deterministic=True)
-
-    def run(self, plan: Plan) -> tuple[list[SearchHit], int]:
-        include_ids, exclude_ids, impossible = self._topic_ids(plan)
-        if impossible:
-            return [], 0
-        where, params = self._filters(plan, include_ids, exclude_ids)
-        if plan.mode == "text" and plan.query:
-            return self._text(plan, where, params)
-        if plan.mode in ("literal", "regex") and plan.query:
-            return self._grep(plan, where, params)
-        return self._listing(plan, where, params)
-
-    def _topic_ids(self, plan: Plan) -> tuple[list[int], list[int], bool]:
-        def ids(keys: list[str]) -> dict[str, int]:
-            if not keys:
-                return {}
-            marks = ",".join("?" * len(keys))
-            rows = self.conn.execute(
-                f"SELECT key, id FROM topics WHERE key IN ({marks})", keys
-            ).fetchall()
-            return {str(k): int(i) for k, i in rows}
-
-        inc = ids(plan.include)
-        exc = ids(plan.exclude)
-        if plan.include:
-            if plan.tags_all and len(inc) < len(set(plan.include)):
-                return [], [], True
-            if not inc:
-                return [], [], True
-        return list(inc.values()), list(exc.values()), False
-
-    def _filters(
-        self, plan: Plan, include_ids: list[int], exclude_ids: list[int]
-    ) -> tuple[list[str], list[Any]]:
-        where: list[str] = []
-        params: list[Any] = []
-        if plan.date_from is not None or plan.date_to is not None:
-            where.append("n.created_at >= ? AND n.created_at <= ?")
-            params += [plan.date_from or "0000-01-01", plan.date_to or "9999-12-31"]
-        if plan.path is not None:
-            if plan.path_kind == "glob":
-                where.append("engram_glob(?, n.path)")
-                params.append(plan.path)
-            else:
-                lo, hi = folder_range(plan.path)
-                where.append("(n.path = ? OR (n.path >= ? AND n.path < ?))")
-                params += [plan.path, lo, hi]
-        if include_ids:
-            if plan.tags_all:
-                for tid in include_ids:
-                    where.append("n.id IN (SELECT note_id FROM note_topics WHERE topic_id = ?)")
-                    params.append(tid)
-            else:
-                marks = ",".join("?" * len(include_ids))
-                where.append(
-                    f"n.id IN (SELECT note_id FROM note_topics WHERE topic_id IN ({marks}))"
-                )
-                params += include_ids
-        if exclude_ids:
-            marks = ",".join("?" * len(exclude_ids))
-            where.append(
-                f"n.id NOT IN (SELECT note_id FROM note_topics WHERE topic_id IN ({marks}))"
-            )
-            params += exclude_ids
-        return where, params
-
-    _COLS = "n.id, n.path, n.title, n.created_at, n.topics, n.summary, n.body_line"
-
-    def _listing(
-        self, plan: Plan, where: list[str], params: list[Any]
-    ) -> tuple[list[SearchHit], int]:
-        clause = (" WHERE " + " AND ".join(where)) if where else ""
-        total = self.conn.execute(f"SELECT count(*) FROM notes n{clause}", params).fetchone()[0]
-        rows = self.conn.execute(
-            f"SELECT {self._COLS} FROM notes n{clause}"
-            " ORDER BY n.created_at DESC, n.path DESC LIMIT ? OFFSET ?",
-            [*params, plan.limit, plan.offset],
-        ).fetchall()
-        found = [_Row(*r) for r in rows]
-        return self._hits(plan, found, score=lambda r: 0.0), int(total)
-
-    def _text(self, plan: Plan, where: list[str], params: list[Any]) -> tuple[list[SearchHit], int]:
-        clause = "".join(" AND " + w for w in where)
-        w = ", ".join(str(x) for x in BM25_WEIGHTS)
-        base = (
-            " FROM notes_fts JOIN notes n ON n.id = notes_fts.rowid"
-            f" WHERE notes_fts MATCH ?{clause}"
-        )
-        args = [plan.fts_query, *params]
-        try:
-            total = self.conn.execute(f"SELECT count(*){base}", args).fetchone()[0]
-            rows = self.conn.execute(
-                f"SELECT {self._COLS}, bm25(notes_fts, {w}) AS rank{base}"
-                " ORDER BY rank, n.path LIMIT ? OFFSET ?",
-                [*args, plan.limit, plan.offset],
-            ).fetchall()
-        except sqlite3.OperationalError as exc:
-            text = str(exc)
-            if plan.raw_fts and ("fts5" in text or "syntax" in text or "no such column" in text):
-                raise InvalidRequest(f"FTS5 query error: {text}") from None
-            raise
-        found = []
-        for r in rows:
-            row = _Row(*r[:7])
-            row.score = round(-float(r[7]), 4)
-            found.append(row)
-        return self._hits(plan, found, score=lambda r: r.score), int(total)
-
-    def _grep(self, plan: Plan, where: list[str], params: list[Any]) -> tuple[list[SearchHit], int]:
-        files: list[str] | None = None
-        if where:
-            clause = " WHERE " + " AND ".join(where)
-            files = [
-                r[0]
-                for r in self.conn.execute(
-                    f"SELECT n.path FROM notes n{clause} LIMIT {RG_FILE_LIST_MAX + 1}", params
-                )
-            ]
-            if len(files) > RG_FILE_LIST_MAX:
-                files = None
-            elif not files:
-                return [], 0
-        counts = ripgrep.count_matches(
-            self.vault.root,
-            plan.query,
-            regex=plan.mode == "regex",
-            case_sensitive=plan.case_sensitive,
-            files=files,
-            deadline=plan.deadline,
-            cancel=plan.cancel,
-        )
-        plan.check()
-        rows: list[_Row] = []
-        paths = list(counts)
-        clause = "".join(" AND " + w for w in where)
-        for i in range(0, len(paths), 500):
-            part = paths[i : i + 500]
-            marks = ",".join("?" * len(part))
-            for r in self.conn.execute(
-                f"SELECT {self._COLS} FROM notes n WHERE n.path IN ({marks}){clause}",
-                [*part, *params],
-            ):
-                row = _Row(*r)
-                row.score = float(counts[row.path])
-                rows.append(row)
-        rows.sort(key=lambda r: (-r.score, _neg_day(r.created_at), _neg_str(r.path)))
-        page = rows[plan.offset : plan.offset + plan.limit]
-        firsts = ripgrep.first_matches(
-            self.vault.root,
-            plan.query,
-            regex=plan.mode == "regex",
-            case_sensitive=plan.case_sensitive,
-            files=[r.path for r in page],
-            deadline=plan.deadline,
-            cancel=plan.cancel,
-        )
-        for r in page:
-            m = firsts.get(r.path)
-            if m is not None:
-                r.extra["line"] = (m.line, m.text)
-        return self._hits(plan, page, score=lambda r: r.score), len(rows)
-
-    def _hits(self, plan: Plan, rows: list[_Row], score: Any) -> list[SearchHit]:
-        if not rows:
-            return []
-        names = self._canonical_names(rows)
-        bodies: dict[int, str] = {}
-        need_body = [r.id for r in rows if "line" not in r.extra]
-        if need_body:
-            marks = ",".join("?" * len(need_body))
-            bodies = {
-                int(i): str(b)
-                for i, b in self.conn.execute(
-                    f"SELECT rowid, body FROM notes_fts WHERE rowid IN ({marks})", need_body
-                )
-            }
-        hits: list[SearchHit] = []
-        snippet_chars = self.config.limits.snippet_chars
-        for r in rows:
-            if not self.vault.contains(r.path):
-                continue
-            spellings = json.loads(r.topics_json)
-            topics = tuple(names.get(t.casefold(), t) for t in spellings)
-            if "line" in r.extra:
-                line, text = r.extra["line"]
-            else:
-                body = bodies.get(r.id, "")
-                found = find_line(body, r.body_line, plan)
-                line, text = found if found else lead_line(body, r.body_line, r.summary)
-            hits.append(
-                SearchHit(
-                    path=r.path,
-                    uri=_uri(self.vault, r.path),
-                    title=r.title,
-                    created_at=r.created_at,
-                    topics=topics,
-                    score=score(r),
-                    snippet=make_snippet(text, snippet_chars, plan),
-                    line=line,
-                )
-            )
-        return hits
-
-    def _canonical_names(self, rows: list[_Row]) -> dict[str, str]:
-        keys = sorted({t.casefold() for r in rows for t in json.loads(r.topics_json)})
-        if not keys:
-            return {}
-        out: dict[str, str] = {}
-        for i in range(0, len(keys), 500):
-            part = keys[i : i + 500]
-            marks = ",".join("?" * len(part))
-            for k, name in self.conn.execute(
-                f"SELECT key, name FROM topics WHERE key IN ({marks})", part
-            ):
-                out[str(k)] = str(name)
-        return out
-
-
-def _glob_match(pattern: str, path: str) -> int:
-    return 1 if compile_glob(pattern).match(path) else 0
-
-
-def _neg_day(day: str | None) -> tuple[int, str]:
-    """Sort key for newest first, undated last (used with ascending sorts)."""
-    if not day:
-        return (1, "")
-    return (0, "".join(chr(0x10FFFF - ord(c)) for c in day))
-
-
-def _neg_str(text: str) -> str:
-    return "".join(chr(0x10FFFF - min(ord(c), 0x10FFFE)) for c in text)
-
-
-# -- scan path ---------------------------------------------------------------------------------
-
-
-ReadNote = Any
-"""Callable (rel_path) -> Note | None, provided by the service (reads and parses one file)."""
-
-
-class ScanSearcher:
-    """Answers a plan by reading the files, for when the index cannot serve."""
-
-    def __init__(self, vault: Vault, config: EngramConfig, read: ReadNote) -> None:
-        self.vault = vault
-        self.config = config
-        self.read = read
-
-    def _candidates(self, plan: Plan) -> Iterable[str]:
-        under = ""
-        if plan.path is not None and plan.path_kind == "folder":
-            if self.vault.abs(plan.path).is_file():
-                return [plan.path] if self.vault.filter.is_note(plan.path) else []
-            under = plan.path
-        return sorted(f.path for f in self.vault.walk(under))
-
-    def _meta_ok(self, plan: Plan, note: Note) -> bool:
-        return (
-            plan.path_ok(note.path)
-            and plan.date_ok(note.created_at)
-            and plan.topics_ok(note.topics)
-        )
-
-    def run(self, plan: Plan) -> tuple[list[SearchHit], int]:
-        matched: list[tuple[float, Note, tuple[int, str] | None]] = []
-        if plan.mode in ("literal", "regex") and plan.query:
-            scope = list(self._candidates(plan))
-            counts = ripgrep.count_matches(
-                self.vault.root,
-                plan.query,
-                regex=plan.mode == "regex",
-                case_sensitive=plan.case_sensitive,
-                files=scope,
-                deadline=plan.deadline,
-                cancel=plan.cancel,
-            )
-            for path in sorted(counts):
-                plan.check()
-                note = self.read(path)
-                if note is not None and self._meta_ok(plan, note):
-                    matched.append((float(counts[path]), note, None))
-        else:
-            for path in self._candidates(plan):
-                plan.check()
-                note = self.read(path)
-                if note is None or not self._meta_ok(plan, note):
-                    continue
-                if plan.mode == "text" and plan.query:
-                    if plan.raw_fts:
-                        raise UnsupportedMode(
-                            "raw FTS5 queries need the index, which is not available right now"
-                        )
-                    fields = [note.title, note.summary or "", " ".join(note.topics), note.body]
-                    tokenized = [fts.tokenize(f) for f in fields]
-                    if not all(
-                        any(fts.matches([term], toks) for toks in tokenized) for term in plan.terms
-                    ):
-                        continue
-                    score = float(sum(fts.count_hits(plan.terms, toks) for toks in tokenized))
-                    matched.append((score, note, None))
-                else:
-                    matched.append((0.0, note, None))
-        if plan.mode == "text" and plan.query:
-            matched.sort(key=lambda m: (-m[0], m[1].path))
-        else:
-            matched.sort(key=lambda m: (-m[0], _neg_day(m[1].created_at), _neg_str(m[1].path)))
-        total = len(matched)
-        page = matched[plan.offset : plan.offset + plan.limit]
-        firsts: dict[str, ripgrep.FirstMatch] = {}
-        if plan.mode in ("literal", "regex") and plan.query:
-            firsts = ripgrep.first_matches(
-                self.vault.root,
-                plan.query,
-                regex=plan.mode == "regex",
-                case_sensitive=plan.case_sensitive,
-                files=[n.path for _, n, _ in page],
-                deadline=plan.deadline,
-                cancel=plan.cancel,
-            )
-        hits: list[SearchHit] = []
-        snippet_chars = self.config.limits.snippet_chars
-        for score, note, _ in page:
-            if not self.vault.contains(note.path):
-                continue
-            m = firsts.get(note.path)
-            if m is not None:
-                line, text = m.line, m.text
-            else:
-                found = find_line(note.body, note.body_line, plan)
-                line, text = found if found else lead_line(note.body, note.body_line, note.summary)
-            hits.append(
-                SearchHit(
-                    path=note.path,
-                    uri=_uri(self.vault, note.path),
-                    title=note.title,
-                    created_at=note.created_at,
-                    topics=note.topics,
-                    score=score,
-                    snippet=make_snippet(text, snippet_chars, plan),
-                    line=line,
-                )
-            )
-        return hits, total
+def build_hit(
+    vault: Vault,
+    plan: Plan,
+    config: EngramConfig,
+    *,
+    path: str,
+    title: str,
+    created_at: str | None,
+    topics: tuple[str, ...],
+    score: float,
+    line: int,
+    text: str,
+) -> SearchHit:
+    return SearchHit(
+        path=path,
+        uri=vault.uri(path),
+        title=title,
+        created_at=created_at,
+        topics=topics,
+        score=score,
+        snippet=make_snippet(text, config.limits.snippet_chars, plan),
+        line=line,
+    )

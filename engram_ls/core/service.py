@@ -20,12 +20,12 @@ from typing import Any
 from engram_ls.core.config import CONFIG_DIR, INDEX_FILE, EngramConfig, load_config
 from engram_ls.core.errors import IndexUnavailable, InvalidRequest, SearchTimeout
 from engram_ls.core.index import db
+from engram_ls.core.index.query import IndexSearcher
 from engram_ls.core.index.store import Index, IndexStatus
 from engram_ls.core.model import Note
+from engram_ls.core.scan import ScanSearcher
 from engram_ls.core.search import (
     IndexInfo,
-    IndexSearcher,
-    ScanSearcher,
     SearchRequest,
     SearchResponse,
     make_plan,

@@ -8,10 +8,11 @@ from __future__ import annotations
 import os
 import re
 import stat as stat_mod
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
+from urllib.parse import quote_from_bytes
 
 from engram_ls.core.config import CONFIG_DIR, EngramConfig
 from engram_ls.core.errors import NotFound, OutsideVault
@@ -121,6 +122,7 @@ class Vault:
         if not root.is_dir():
             raise NotFound(f"vault folder does not exist: {root}", data={"path": str(root)})
         self.root = root.resolve()
+        self._root_s = self.root.as_posix()
         self.config = config
         self.filter = PathFilter(config)
 
@@ -169,6 +171,39 @@ class Vault:
         except OutsideVault:
             return False
         return True
+
+    def inside(self, rel_paths: Iterable[str]) -> set[str]:
+        """Those of ``rel_paths`` (index paths: relative, no ``..``) that stay inside the vault.
+
+        Cheap for many results: each folder's real path is resolved once, and a file is
+        resolved only when it is itself a symlink. A missing file cannot escape and is kept.
+        """
+        root = self.root
+        root_s = os.fspath(root)
+        folders: dict[str, bool] = {"": True}
+        ok: set[str] = set()
+        for rel in rel_paths:
+            if rel.startswith("/") or "\x00" in rel or any(p == ".." for p in rel.split("/")):
+                continue
+            folder = rel.rpartition("/")[0]
+            good = folders.get(folder)
+            if good is None:
+                real = os.path.realpath(os.path.join(root_s, folder))
+                good = real == root_s or real.startswith(root_s + os.sep)
+                folders[folder] = good
+            if not good:
+                continue
+            full = os.path.join(root_s, rel)
+            if os.path.islink(full):
+                real = os.path.realpath(full)
+                if not real.startswith(root_s + os.sep):
+                    continue
+            ok.add(rel)
+        return ok
+
+    def uri(self, rel_path: str) -> str:
+        """The ``file://`` URI of a vault path (as ``Path.as_uri`` would give, but cheaper)."""
+        return "file://" + quote_from_bytes(os.fsencode(f"{self._root_s}/{rel_path}"))
 
     # -- walking ---------------------------------------------------------------------------
 

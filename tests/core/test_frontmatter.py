@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from engram_ls.core.frontmatter import (
     MAX_ALIAS_EXPANSION,
+    MAX_FRONTMATTER_CHARS,
     FrontmatterBlock,
     parse_frontmatter,
     read_frontmatter,
@@ -165,6 +166,22 @@ def test_parse_frontmatter_problems(yaml_text: str, code: str, line: int) -> Non
     assert fm.problems[0].message
 
 
+def test_tab_indentation_is_explained() -> None:
+    fm = parse_frontmatter(split("---\ntitle: x\na:\n\tb: 1\n---\n"))
+    assert "tabs" in fm.problems[0].message
+
+
+def test_oversized_block_is_not_loaded() -> None:
+    lines = "key: value\n" * (MAX_FRONTMATTER_CHARS // 11 + 1)
+    fm = parse_frontmatter(split(f"---\n{lines}---\nbody\n"))
+    assert fm.data == {}
+    assert [(p.code, p.line) for p in fm.problems] == [("too-large", 1)]
+    fitting = "key: value\n" * (MAX_FRONTMATTER_CHARS // 11)
+    small = parse_frontmatter(split(f"---\n{fitting}---\n"))
+    assert small.problems == ()
+    assert small.data == {"key": "value"}
+
+
 def test_yaml_problem_line_counts_from_file_start() -> None:
     text = "---\ntitle: ok\ntags: [a\nnext: 1\n---\n"
     fm = parse_frontmatter(split(text))
@@ -215,9 +232,10 @@ def test_alias_expansion_below_limit_is_fine() -> None:
 @pytest.mark.parametrize(
     "yaml_text",
     [
-        pytest.param("a: " + "[" * 100_000 + "\n", id="flow-lists"),
-        pytest.param("a: " + "{a: " * 50_000 + "\n", id="flow-maps"),
-        pytest.param("- " * 100_000 + "x\n", id="block-lists"),
+        pytest.param("a: " + "[" * 60_000 + "\n", id="flow-lists"),
+        pytest.param("a: " + "{a: " * 15_000 + "\n", id="flow-maps"),
+        pytest.param("- " * 30_000 + "x\n", id="block-lists"),
+        pytest.param("a: " + "[b: " * 15_000 + "\n", id="flow-pairs"),
     ],
 )
 def test_deep_nesting_is_refused(yaml_text: str) -> None:

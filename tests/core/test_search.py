@@ -267,3 +267,31 @@ def test_pre_flag_never_runs_anything(vault_copy: Callable[[str], Path], tmp_pat
 def test_long_query_below_cap_is_fine(hostile_vault: Engram) -> None:
     res = hostile_vault.search({"query": "zzqx " * 190})
     assert res.total == 0
+
+
+TEXT_FILTER_CASES = [
+    pytest.param({"query": "memory", "tags": ["memory"]}, id="text+tag"),
+    pytest.param({"query": "memory", "tags": ["memory", "python"]}, id="text+any"),
+    pytest.param({"query": "memory", "tags": ["memory", "python"], "tags_mode": "all"}, id="all"),
+    pytest.param({"query": "memory", "tags": ["-python"]}, id="text+exclude"),
+    pytest.param({"query": "memory", "date_from": "2024-01-01"}, id="text+date"),
+    pytest.param({"query": "memory", "path": "*-memory-*.md"}, id="text+glob"),
+    pytest.param({"query": "memory", "tags": ["memory"], "date_to": "2024-01-31"}, id="tag+date"),
+]
+
+
+@pytest.mark.parametrize("req", TEXT_FILTER_CASES)
+def test_text_filter_strategies_agree(
+    tags_vault: Engram, req: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Row probes (few matches) and id-set intersection (many) give the same answers."""
+    from engram_ls.core.index import query
+
+    probe = tags_vault.search(req)
+    monkeypatch.setattr(query, "PROBE_MAX", 0)
+    intersect = tags_vault.search(req)
+    assert [(h.path, h.score) for h in probe.results] == [
+        (h.path, h.score) for h in intersect.results
+    ]
+    assert probe.total == intersect.total
+    assert scan_names(tags_vault, **req) == names(tags_vault, **req)

@@ -39,7 +39,7 @@ CREATE TABLE notes (
     problems    TEXT
 ) STRICT;
 
-CREATE INDEX notes_by_date ON notes (created_at, path);
+CREATE INDEX notes_by_date ON notes (created_at);
 
 CREATE TABLE topics (
     id     INTEGER PRIMARY KEY,

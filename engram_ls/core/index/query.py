@@ -1,0 +1,422 @@
+"""Answering a search plan from the index: the SQL of the ``index`` path.
+
+Strategies, chosen so that no query touches more rows than it must at 100,000 notes:
+
+- A topic filter is driven from ``note_topics``, whose key (topic, date, note) serves a tag
+  plus a date range ordered by date as one index range scan; with several topics and
+  ``all``, the rarest drives and the others are probed per row.
+- Without a topic filter, dates and ordering come from the ``notes_by_date`` index.
+- Text: the FTS5 match is counted first (cheap). With filters, a match set that is small is
+  checked row by row against the filters; a large one is intersected with the filtered ids
+  (``+rowid IN``: the ``+`` keeps SQLite from turning the list into one FTS5 seek per id, which
+  is orders of magnitude slower).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Any
+
+from engram_ls.core import ripgrep
+from engram_ls.core.config import EngramConfig
+from engram_ls.core.errors import InvalidRequest
+from engram_ls.core.index.store import folder_range
+from engram_ls.core.search import (
+    Plan,
+    SearchHit,
+    build_hit,
+    find_line,
+    lead_line,
+    newest_first,
+)
+from engram_ls.core.vault import Vault, compile_glob
+
+BM25_WEIGHTS = (10.0, 5.0, 5.0, 1.0)
+"""Column weights for title, summary, topics, body."""
+PROBE_MAX = 3000
+"""Text matches up to this many are checked row by row against the filters."""
+RG_FILE_LIST_MAX = 20_000
+"""Above this many candidate files, ripgrep scans the vault and results are intersected."""
+LAST_DAY = "9999-12-31"
+FIRST_DAY = "0000-01-01"
+
+
+@dataclass(slots=True)
+class _Row:
+    id: int
+    path: str
+    title: str
+    created_at: str | None
+    topics_json: str
+    summary: str | None
+    body_line: int
+    score: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+_COLS = "n.id, n.path, n.title, n.created_at, n.topics, n.summary, n.body_line"
+
+
+@dataclass(slots=True)
+class _Filters:
+    """The filters of a plan as SQL pieces."""
+
+    driver: int | None
+    """Topic id whose ``note_topics`` rows drive the query (None: drive from ``notes``)."""
+    any_ids: list[int]
+    """For ``any`` with several topics: the topic ids (drive from their union)."""
+    all_others: list[int]
+    exclude: list[int]
+    date_lo: str | None
+    date_hi: str | None
+    path_kind: str | None
+    path: str | None
+
+    @property
+    def empty(self) -> bool:
+        return (
+            self.driver is None
+            and not self.any_ids
+            and not self.exclude
+            and self.date_lo is None
+            and self.path is None
+        )
+
+    def note_conditions(
+        self, alias: str = "n", *, dates: bool = True
+    ) -> tuple[list[str], list[Any]]:
+        """Conditions on a ``notes`` row for everything but the driving topic."""
+        where: list[str] = []
+        params: list[Any] = []
+        if dates and self.date_lo is not None:
+            where.append(f"{alias}.created_at >= ? AND {alias}.created_at <= ?")
+            params += [self.date_lo, self.date_hi]
+        if self.path is not None:
+            if self.path_kind == "glob":
+                where.append(f"engram_glob(?, {alias}.path)")
+                params.append(self.path)
+            else:
+                lo, hi = folder_range(self.path)
+                where.append(f"({alias}.path = ? OR ({alias}.path >= ? AND {alias}.path < ?))")
+                params += [self.path, lo, hi]
+        for tid in self.all_others:
+            where.append(
+                f"EXISTS (SELECT 1 FROM note_topics x WHERE x.note_id = {alias}.id"
+                " AND x.topic_id = ?)"
+            )
+            params.append(tid)
+        if self.exclude:
+            marks = ",".join("?" * len(self.exclude))
+            where.append(
+                f"NOT EXISTS (SELECT 1 FROM note_topics x WHERE x.note_id = {alias}.id"
+                f" AND x.topic_id IN ({marks}))"
+            )
+            params += self.exclude
+        return where, params
+
+    def topic_conditions(self, alias: str = "n") -> tuple[list[str], list[Any]]:
+        """All conditions on a ``notes`` row, the topic filter included (for row probes)."""
+        where, params = self.note_conditions(alias)
+        ids = [self.driver] if self.driver is not None else self.any_ids
+        if ids:
+            marks = ",".join("?" * len(ids))
+            where.insert(
+                0,
+                f"EXISTS (SELECT 1 FROM note_topics t WHERE t.note_id = {alias}.id"
+                f" AND t.topic_id IN ({marks}))",
+            )
+            params = [*ids, *params]
+        return where, params
+
+    def ids_query(self, ordered: bool) -> tuple[str, list[Any]]:
+        """SQL selecting matching note ids (``id``, ``day`` columns), newest first if ordered."""
+        if self.driver is not None or self.any_ids:
+            # Dates are bounded on note_topics' key, not again on notes.
+            where, params = self.note_conditions("n", dates=False)
+            conds = []
+            p: list[Any] = []
+            if self.driver is not None:
+                conds.append("nt.topic_id = ?")
+                p.append(self.driver)
+            else:
+                conds.append(f"nt.topic_id IN ({','.join('?' * len(self.any_ids))})")
+                p += self.any_ids
+            if self.date_lo is not None:
+                conds.append("nt.created_at >= ? AND nt.created_at <= ?")
+                p += [self.date_lo, self.date_hi]
+            needs_note = bool(where)
+            join = " JOIN notes n ON n.id = nt.note_id" if needs_note else ""
+            all_where = " AND ".join(conds + where)
+            if self.driver is not None:
+                sql = f"SELECT nt.note_id AS id, nt.created_at AS day FROM note_topics nt{join}"
+                sql += f" WHERE {all_where}"
+                if ordered:
+                    sql += " ORDER BY nt.created_at DESC, nt.note_id DESC"
+            else:
+                sql = (
+                    "SELECT nt.note_id AS id, max(nt.created_at) AS day FROM note_topics nt"
+                    f"{join} WHERE {all_where} GROUP BY nt.note_id"
+                )
+                if ordered:
+                    sql += " ORDER BY day DESC, id DESC"
+            return sql, p + params
+        where, params = self.note_conditions("n")
+        clause = (" WHERE " + " AND ".join(where)) if where else ""
+        sql = f"SELECT n.id AS id, coalesce(n.created_at, '') AS day FROM notes n{clause}"
+        if ordered:
+            sql += " ORDER BY n.created_at DESC, n.id DESC"
+        return sql, params
+
+
+class IndexSearcher:
+    """Answers a plan from the index, inside the caller's read snapshot."""
+
+    def __init__(self, conn: sqlite3.Connection, vault: Vault, config: EngramConfig) -> None:
+        self.conn = conn
+        self.vault = vault
+        self.config = config
+        conn.create_function("engram_glob", 2, _glob_match, deterministic=True)
+
+    def run(self, plan: Plan) -> tuple[list[SearchHit], int]:
+        filters = self._filters(plan)
+        if filters is None:
+            return [], 0
+        if plan.mode == "text" and plan.query:
+            return self._text(plan, filters)
+        if plan.mode in ("literal", "regex") and plan.query:
+            return self._grep(plan, filters)
+        return self._listing(plan, filters)
+
+    def _filters(self, plan: Plan) -> _Filters | None:
+        """Resolve topic names to ids; None when the filter can match nothing."""
+
+        def ids(keys: list[str]) -> dict[str, tuple[int, int]]:
+            if not keys:
+                return {}
+            marks = ",".join("?" * len(keys))
+            rows = self.conn.execute(
+                f"SELECT key, id, notes FROM topics WHERE key IN ({marks})", keys
+            ).fetchall()
+            return {str(k): (int(i), int(n)) for k, i, n in rows}
+
+        inc = ids(plan.include)
+        exc = ids(plan.exclude)
+        driver: int | None = None
+        any_ids: list[int] = []
+        others: list[int] = []
+        if plan.include:
+            if not inc or (plan.tags_all and len(inc) < len(set(plan.include))):
+                return None
+            by_use = sorted(inc.values(), key=lambda t: t[1])
+            if plan.tags_all or len(by_use) == 1:
+                driver = by_use[0][0]
+                others = [t[0] for t in by_use[1:]]
+            else:
+                any_ids = [t[0] for t in by_use]
+        has_dates = plan.date_from is not None or plan.date_to is not None
+        return _Filters(
+            driver=driver,
+            any_ids=any_ids,
+            all_others=others,
+            exclude=[t[0] for t in exc.values()],
+            date_lo=(plan.date_from or FIRST_DAY) if has_dates else None,
+            date_hi=(plan.date_to or LAST_DAY) if has_dates else None,
+            path_kind=plan.path_kind,
+            path=plan.path,
+        )
+
+    # -- listing ---------------------------------------------------------------------------
+
+    def _listing(self, plan: Plan, f: _Filters) -> tuple[list[SearchHit], int]:
+        sql, params = f.ids_query(ordered=False)
+        total = self.conn.execute(f"SELECT count(*) FROM ({sql})", params).fetchone()[0]
+        sql, params = f.ids_query(ordered=True)
+        ids = [
+            int(r[0])
+            for r in self.conn.execute(
+                f"{sql} LIMIT ? OFFSET ?", [*params, plan.limit, plan.offset]
+            )
+        ]
+        rows = self._rows(ids)
+        return self._hits(plan, rows), int(total)
+
+    def _rows(self, ids: list[int]) -> list[_Row]:
+        if not ids:
+            return []
+        marks = ",".join("?" * len(ids))
+        found = {
+            int(r[0]): _Row(*r)
+            for r in self.conn.execute(f"SELECT {_COLS} FROM notes n WHERE n.id IN ({marks})", ids)
+        }
+        return [found[i] for i in ids if i in found]
+
+    # -- text ------------------------------------------------------------------------------
+
+    def _text(self, plan: Plan, f: _Filters) -> tuple[list[SearchHit], int]:
+        w = ", ".join(str(x) for x in BM25_WEIGHTS)
+        rank = f"bm25(notes_fts, {w})"
+        try:
+            matched = self.conn.execute(
+                "SELECT count(*) FROM notes_fts WHERE notes_fts MATCH ?", (plan.fts_query,)
+            ).fetchone()[0]
+            if matched == 0:
+                return [], 0
+            if f.empty:
+                total = matched
+                sql = (
+                    f"SELECT rowid, {rank} AS r FROM notes_fts WHERE notes_fts MATCH ?"
+                    " ORDER BY r, rowid LIMIT ? OFFSET ?"
+                )
+                args: list[Any] = [plan.fts_query]
+            elif matched <= PROBE_MAX:
+                where, params = f.topic_conditions("n")
+                base = (
+                    " FROM notes_fts JOIN notes n ON n.id = notes_fts.rowid"
+                    " WHERE notes_fts MATCH ? AND " + " AND ".join(where)
+                )
+                args = [plan.fts_query, *params]
+                total = self.conn.execute(f"SELECT count(*){base}", args).fetchone()[0]
+                sql = f"SELECT notes_fts.rowid, {rank} AS r{base} ORDER BY r, notes_fts.rowid"
+                sql += " LIMIT ? OFFSET ?"
+            else:
+                ids_sql, params = f.ids_query(ordered=False)
+                base = (
+                    " FROM notes_fts WHERE notes_fts MATCH ?"
+                    f" AND +rowid IN (SELECT id FROM ({ids_sql}))"
+                )
+                args = [plan.fts_query, *params]
+                total = self.conn.execute(f"SELECT count(*){base}", args).fetchone()[0]
+                sql = f"SELECT rowid, {rank} AS r{base} ORDER BY r, rowid LIMIT ? OFFSET ?"
+            ranked = self.conn.execute(sql, [*args, plan.limit, plan.offset]).fetchall()
+        except sqlite3.OperationalError as exc:
+            text = str(exc)
+            if plan.raw_fts and ("fts5" in text or "syntax" in text or "no such column" in text):
+                raise InvalidRequest(f"FTS5 query error: {text}") from None
+            raise
+        scores = {int(i): round(-float(r), 4) for i, r in ranked}
+        rows = self._rows([int(i) for i, _ in ranked])
+        for row in rows:
+            row.score = scores[row.id]
+        return self._hits(plan, rows), int(total)
+
+    # -- literal / regex -------------------------------------------------------------------
+
+    def _grep(self, plan: Plan, f: _Filters) -> tuple[list[SearchHit], int]:
+        files: list[str] | None = None
+        if not f.empty:
+            ids_sql, params = f.ids_query(ordered=False)
+            files = [
+                str(r[0])
+                for r in self.conn.execute(
+                    f"SELECT n.path FROM notes n WHERE n.id IN (SELECT id FROM ({ids_sql}))"
+                    f" LIMIT {RG_FILE_LIST_MAX + 1}",
+                    params,
+                )
+            ]
+            if len(files) > RG_FILE_LIST_MAX:
+                files = None
+            elif not files:
+                return [], 0
+        regex = plan.mode == "regex"
+        counts = ripgrep.count_matches(
+            self.vault.root,
+            plan.query,
+            regex=regex,
+            case_sensitive=plan.case_sensitive,
+            files=files,
+            deadline=plan.deadline,
+            cancel=plan.cancel,
+        )
+        plan.check()
+        rows: list[_Row] = []
+        where, params = f.topic_conditions("n")
+        clause = "".join(" AND " + c for c in where)
+        paths = list(counts)
+        for i in range(0, len(paths), 500):
+            part = paths[i : i + 500]
+            marks = ",".join("?" * len(part))
+            for r in self.conn.execute(
+                f"SELECT {_COLS} FROM notes n WHERE n.path IN ({marks}){clause}",
+                [*part, *params],
+            ):
+                row = _Row(*r)
+                row.score = float(counts[row.path])
+                rows.append(row)
+        newest_first(rows, day=lambda r: r.created_at, score=lambda r: r.score)
+        page = rows[plan.offset : plan.offset + plan.limit]
+        firsts = ripgrep.first_matches(
+            self.vault.root,
+            plan.query,
+            regex=regex,
+            case_sensitive=plan.case_sensitive,
+            files=[r.path for r in page],
+            deadline=plan.deadline,
+            cancel=plan.cancel,
+        )
+        for r in page:
+            m = firsts.get(r.path)
+            if m is not None:
+                r.extra["line"] = (m.line, m.text)
+        return self._hits(plan, page), len(rows)
+
+    # -- results ---------------------------------------------------------------------------
+
+    def _hits(self, plan: Plan, rows: list[_Row]) -> list[SearchHit]:
+        if not rows:
+            return []
+        names = self._canonical_names(rows)
+        need_body = [r.id for r in rows if "line" not in r.extra]
+        bodies: dict[int, str] = {}
+        if need_body:
+            marks = ",".join("?" * len(need_body))
+            bodies = {
+                int(i): str(b)
+                for i, b in self.conn.execute(
+                    f"SELECT rowid, body FROM notes_fts WHERE rowid IN ({marks})", need_body
+                )
+            }
+        inside = self.vault.inside(r.path for r in rows)
+        hits: list[SearchHit] = []
+        for r in rows:
+            if r.path not in inside:
+                continue
+            topics = tuple(names.get(t.casefold(), t) for t in json.loads(r.topics_json))
+            if "line" in r.extra:
+                line, text = r.extra["line"]
+            else:
+                body = bodies.get(r.id, "")
+                found = find_line(body, r.body_line, plan)
+                line, text = found if found else lead_line(body, r.body_line, r.summary)
+            hits.append(
+                build_hit(
+                    self.vault,
+                    plan,
+                    self.config,
+                    path=r.path,
+                    title=r.title,
+                    created_at=r.created_at or None,
+                    topics=topics,
+                    score=r.score,
+                    line=line,
+                    text=text,
+                )
+            )
+        return hits
+
+    def _canonical_names(self, rows: list[_Row]) -> dict[str, str]:
+        keys = sorted({t.casefold() for r in rows for t in json.loads(r.topics_json)})
+        out: dict[str, str] = {}
+        for i in range(0, len(keys), 500):
+            part = keys[i : i + 500]
+            marks = ",".join("?" * len(part))
+            for k, name in self.conn.execute(
+                f"SELECT key, name FROM topics WHERE key IN ({marks})", part
+            ):
+                out[str(k)] = str(name)
+        return out
+
+
+def _glob_match(pattern: str, path: str) -> int:
+    return 1 if compile_glob(pattern).match(path) else 0

@@ -1,0 +1,147 @@
+"""Answering a search plan without the index, by reading the files.
+
+Used while the index is missing, damaged or being built. The meaning is the same as on the
+index path: the same filters, the same notion of a word (``fts.tokenize``), ripgrep for literal
+and regex. Ranking of text matches is simpler (term occurrences instead of BM25) and topics are
+returned in each note's own spelling; the set of results is the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from engram_ls.core import ripgrep
+from engram_ls.core.config import EngramConfig
+from engram_ls.core.errors import UnsupportedMode
+from engram_ls.core.index import fts
+from engram_ls.core.model import Note
+from engram_ls.core.search import Plan, SearchHit, build_hit, find_line, lead_line, newest_first
+from engram_ls.core.vault import Vault
+
+ReadNote = Callable[[str], "Note | None"]
+"""Reads and parses one vault-relative path; None when it cannot be read."""
+
+
+@dataclass(slots=True)
+class _Match:
+    score: float
+    note: Note
+
+    @property
+    def path(self) -> str:
+        return self.note.path
+
+
+class ScanSearcher:
+    """Answers a plan by reading the files."""
+
+    def __init__(self, vault: Vault, config: EngramConfig, read: ReadNote) -> None:
+        self.vault = vault
+        self.config = config
+        self.read = read
+
+    def _candidates(self, plan: Plan) -> Iterable[str]:
+        under = ""
+        if plan.path is not None and plan.path_kind == "folder":
+            if self.vault.abs(plan.path).is_file():
+                return [plan.path] if self.vault.filter.is_note(plan.path) else []
+            under = plan.path
+        return sorted(f.path for f in self.vault.walk(under))
+
+    @staticmethod
+    def _meta_ok(plan: Plan, note: Note) -> bool:
+        return (
+            plan.path_ok(note.path)
+            and plan.date_ok(note.created_at)
+            and plan.topics_ok(note.topics)
+        )
+
+    def run(self, plan: Plan) -> tuple[list[SearchHit], int]:
+        grep = plan.mode in ("literal", "regex") and bool(plan.query)
+        text = plan.mode == "text" and bool(plan.query)
+        if text and plan.raw_fts:
+            raise UnsupportedMode(
+                "raw FTS5 queries need the index, which cannot serve right now; "
+                "retry without raw_fts, or once the index is built"
+            )
+        matched: list[_Match] = []
+        if grep:
+            counts = ripgrep.count_matches(
+                self.vault.root,
+                plan.query,
+                regex=plan.mode == "regex",
+                case_sensitive=plan.case_sensitive,
+                files=list(self._candidates(plan)),
+                deadline=plan.deadline,
+                cancel=plan.cancel,
+            )
+            for path in sorted(counts):
+                plan.check()
+                note = self.read(path)
+                if note is not None and self._meta_ok(plan, note):
+                    matched.append(_Match(float(counts[path]), note))
+        else:
+            for path in self._candidates(plan):
+                plan.check()
+                note = self.read(path)
+                if note is None or not self._meta_ok(plan, note):
+                    continue
+                if not text:
+                    matched.append(_Match(0.0, note))
+                    continue
+                fields = [note.title, note.summary or "", " ".join(note.topics), note.body]
+                tokens = [fts.tokenize(f) for f in fields]
+                if all(any(fts.matches([t], toks) for toks in tokens) for t in plan.terms):
+                    hits = sum(fts.count_hits(plan.terms, toks) for toks in tokens)
+                    matched.append(_Match(float(hits), note))
+        if text:
+            matched.sort(key=lambda m: m.path)
+            matched.sort(key=lambda m: m.score, reverse=True)
+        else:
+            newest_first(
+                matched,
+                day=lambda m: m.note.created_at,
+                score=(lambda m: m.score) if grep else None,
+            )
+        page = matched[plan.offset : plan.offset + plan.limit]
+        firsts: dict[str, ripgrep.FirstMatch] = {}
+        if grep:
+            firsts = ripgrep.first_matches(
+                self.vault.root,
+                plan.query,
+                regex=plan.mode == "regex",
+                case_sensitive=plan.case_sensitive,
+                files=[m.path for m in page],
+                deadline=plan.deadline,
+                cancel=plan.cancel,
+            )
+        inside = self.vault.inside(m.path for m in page)
+        results: list[SearchHit] = []
+        for m in page:
+            note = m.note
+            if note.path not in inside:
+                continue
+            first = firsts.get(note.path)
+            if first is not None:
+                line, line_text = first.line, first.text
+            else:
+                found = find_line(note.body, note.body_line, plan)
+                line, line_text = (
+                    found if found else lead_line(note.body, note.body_line, note.summary)
+                )
+            results.append(
+                build_hit(
+                    self.vault,
+                    plan,
+                    self.config,
+                    path=note.path,
+                    title=note.title,
+                    created_at=note.created_at,
+                    topics=note.topics,
+                    score=m.score,
+                    line=line,
+                    text=line_text,
+                )
+            )
+        return results, len(matched)
