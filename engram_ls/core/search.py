@@ -365,12 +365,8 @@ def _first_needle(plan: Plan) -> str:
 
 def find_line(body: str, body_line: int, plan: Plan) -> tuple[int, str] | None:
     """The first body line matching the text query, as (file line, text)."""
-    if not plan.terms:
-        return None
-    for i, text in enumerate(body.split("\n")):
-        if text.strip() and fts.line_matches(plan.terms, text):
-            return body_line + i, text
-    return None
+    found = fts.find_matching_line(plan.terms, body)
+    return (body_line + found[0], found[1]) if found else None
 
 
 def lead_line(body: str, body_line: int, summary: str | None) -> tuple[int, str]:

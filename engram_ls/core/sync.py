@@ -18,10 +18,10 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing import get_context
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from engram_ls.core.config import EngramConfig
-from engram_ls.core.index.store import Batch, Index, State
+from engram_ls.core.index.store import Batch, Index, NoteRows, State, note_rows
 from engram_ls.core.model import Note
 from engram_ls.core.parse import parse_note
 from engram_ls.core.vault import FileStat, Vault
@@ -97,6 +97,11 @@ def config_fingerprint(config: EngramConfig) -> str:
     return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:16]
 
 
+def default_workers() -> int:
+    """Parse processes for a big build: the main process writes SQLite while they parse."""
+    return max(0, min(2, (os.cpu_count() or 1) - 1))
+
+
 def digest(data: bytes) -> bytes:
     return hashlib.blake2b(data, digest_size=16).digest()
 
@@ -125,10 +130,32 @@ def read_note(
     return fs, h, parse_note(rel, data, config)
 
 
+class Touched(NamedTuple):
+    """Same content as indexed, new mtime/size."""
+
+    mtime_ns: int
+    size: int
+
+
+Result = tuple[str, bool, NoteRows | Touched | None]
+"""(path, whether the index has no row for it yet, what reading it gave: rows to write, a
+stat-only update, or None when the file could not be read)."""
+
+
+def read_rows(root: str, rel: str, config: EngramConfig, known: bytes | None) -> Result:
+    parsed = read_note(root, rel, config, known)
+    if parsed is None:
+        return rel, known is None, None
+    st, h, note = parsed
+    if note is None:
+        return rel, False, Touched(st.mtime_ns, st.size)
+    return rel, known is None, note_rows(note, st.mtime_ns, st.size, h)
+
+
 def _parse_chunk(
     root: str, items: list[tuple[str, bytes | None]], config: EngramConfig
-) -> list[tuple[str, Parsed | None]]:
-    return [(rel, read_note(root, rel, config, known)) for rel, known in items]
+) -> list[Result]:
+    return [read_rows(root, rel, config, known) for rel, known in items]
 
 
 class Syncer:
@@ -204,7 +231,7 @@ class Syncer:
 
         total = len(todo)
         done = 0
-        pending: list[tuple[str, Parsed | None]] = []
+        pending: list[Result] = []
         for results in self._parse_all(todo, workers):
             pending.extend(results)
             done += len(results)
@@ -230,11 +257,11 @@ class Syncer:
 
     def _parse_all(
         self, todo: list[tuple[str, bytes | None]], workers: int | None
-    ) -> Iterator[list[tuple[str, Parsed | None]]]:
+    ) -> Iterator[list[Result]]:
         root = os.fspath(self.vault.root)
         chunks = [todo[i : i + CHUNK] for i in range(0, len(todo), CHUNK)]
-        n_workers = workers if workers is not None else min(2, os.cpu_count() or 1)
-        if n_workers <= 1 or len(todo) < PARALLEL_MIN:
+        n_workers = workers if workers is not None else default_workers()
+        if n_workers <= 0 or len(todo) < PARALLEL_MIN:
             for chunk in chunks:
                 yield _parse_chunk(root, chunk, self.config)
             return
@@ -246,20 +273,22 @@ class Syncer:
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
 
-    def _write(
-        self, b: Batch, results: list[tuple[str, Parsed | None]], report: SyncReport
-    ) -> None:
-        for rel, parsed in results:
-            if parsed is None:
+    def _write(self, b: Batch, results: list[Result], report: SyncReport) -> None:
+        """Write what reading gave: new notes in bulk, changed ones one by one."""
+        fresh: list[NoteRows] = []
+        for rel, is_new, got in results:
+            if got is None:
                 report.removed += b.delete(rel)
-                continue
-            st, h, note = parsed
-            if note is None:
-                b.touch(rel, st)
+            elif isinstance(got, Touched):
+                b.touch(rel, got.mtime_ns, got.size)
                 report.touched += 1
+            elif is_new:
+                fresh.append(got)
             else:
-                b.upsert(note, st, h)
+                b.upsert(got)
                 report.parsed += 1
+        b.insert_new(fresh)
+        report.parsed += len(fresh)
 
     # -- change batches --------------------------------------------------------------------
 
@@ -323,13 +352,9 @@ class Syncer:
         ):
             report.unchanged += 1
             return
-        parsed = read_note(
-            os.fspath(self.vault.root),
-            rel,
-            self.config,
-            None if force or fresh is None else fresh.hash,
-        )
-        self._write(b, [(rel, parsed)], report)
+        known = None if force or fresh is None else fresh.hash
+        _, _, got = read_rows(os.fspath(self.vault.root), rel, self.config, known)
+        self._write(b, [(rel, fresh is None, got)], report)
 
     def _sync_folder(self, b: Batch, folder: str, report: SyncReport) -> None:
         """Reconcile one folder inside the current transaction (stat-only for unchanged)."""
@@ -341,10 +366,10 @@ class Syncer:
             if fresh is not None and (fresh.mtime_ns, fresh.size) == (f.mtime_ns, f.size):
                 report.unchanged += 1
                 continue
-            parsed = read_note(
-                os.fspath(self.vault.root), f.path, self.config, fresh.hash if fresh else None
+            known = fresh.hash if fresh else None
+            self._write(
+                b, [read_rows(os.fspath(self.vault.root), f.path, self.config, known)], report
             )
-            self._write(b, [(f.path, parsed)], report)
         for p in stored:
             if p not in seen:
                 report.removed += b.delete(p)

@@ -106,3 +106,42 @@ def line_matches(terms: list[Term], line: str) -> bool:
     """Whether a line contains any of the terms (used to place a snippet)."""
     tokens = tokenize(line)
     return any(_term_positions(term, tokens) for term in terms)
+
+
+@lru_cache(maxsize=256)
+def _start_regex(words: tuple[str, ...]) -> re.Pattern[str] | None:
+    if not words or not all(w.isascii() for w in words):
+        return None
+    alts = "|".join(re.escape(w) for w in sorted(set(words), key=len, reverse=True))
+    return re.compile(rf"(?<![^\W_])(?:{alts})", re.IGNORECASE)
+
+
+def find_matching_line(terms: list[Term], text: str) -> tuple[int, str] | None:
+    """The first line of ``text`` containing any term, as (0-based index, line).
+
+    Jumps between candidate positions with one regex (the terms' first words, at word starts)
+    instead of tokenizing every line; falls back to a line-by-line scan for non-ASCII terms
+    or text, where case folding and diacritics need the tokenizer.
+    """
+    if not terms:
+        return None
+    rx = _start_regex(tuple(t.tokens[0] for t in terms))
+    if rx is not None:
+        pos = 0
+        while True:
+            m = rx.search(text, pos)
+            if m is None:
+                break
+            start = text.rfind("\n", 0, m.start()) + 1
+            end = text.find("\n", m.end())
+            end = len(text) if end == -1 else end
+            line = text[start:end]
+            if line_matches(terms, line):
+                return text.count("\n", 0, start), line
+            pos = end + 1
+        if text.isascii():
+            return None
+    for i, line in enumerate(text.split("\n")):
+        if line.strip() and line_matches(terms, line):
+            return i, line
+    return None

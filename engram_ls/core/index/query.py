@@ -37,8 +37,9 @@ BM25_WEIGHTS = (10.0, 5.0, 5.0, 1.0)
 """Column weights for title, summary, topics, body."""
 PROBE_MAX = 3000
 """Text matches up to this many are checked row by row against the filters."""
-RG_FILE_LIST_MAX = 20_000
-"""Above this many candidate files, ripgrep scans the vault and results are intersected."""
+RG_FILE_SHARE = 0.6
+"""Above this share of all notes, ripgrep scans the whole vault and results are intersected
+with the filters instead of being given the candidate files."""
 LAST_DAY = "9999-12-31"
 FIRST_DAY = "0000-01-01"
 
@@ -265,31 +266,40 @@ class IndexSearcher:
                 return [], 0
             if f.empty:
                 total = matched
-                sql = (
+                ranked = self.conn.execute(
                     f"SELECT rowid, {rank} AS r FROM notes_fts WHERE notes_fts MATCH ?"
-                    " ORDER BY r, rowid LIMIT ? OFFSET ?"
-                )
-                args: list[Any] = [plan.fts_query]
-            elif matched <= PROBE_MAX:
-                where, params = f.topic_conditions("n")
-                base = (
-                    " FROM notes_fts JOIN notes n ON n.id = notes_fts.rowid"
-                    " WHERE notes_fts MATCH ? AND " + " AND ".join(where)
-                )
-                args = [plan.fts_query, *params]
-                total = self.conn.execute(f"SELECT count(*){base}", args).fetchone()[0]
-                sql = f"SELECT notes_fts.rowid, {rank} AS r{base} ORDER BY r, notes_fts.rowid"
-                sql += " LIMIT ? OFFSET ?"
+                    " ORDER BY r, rowid LIMIT ? OFFSET ?",
+                    (plan.fts_query, plan.limit, plan.offset),
+                ).fetchall()
             else:
-                ids_sql, params = f.ids_query(ordered=False)
-                base = (
-                    " FROM notes_fts WHERE notes_fts MATCH ?"
-                    f" AND +rowid IN (SELECT id FROM ({ids_sql}))"
-                )
-                args = [plan.fts_query, *params]
-                total = self.conn.execute(f"SELECT count(*){base}", args).fetchone()[0]
-                sql = f"SELECT rowid, {rank} AS r{base} ORDER BY r, rowid LIMIT ? OFFSET ?"
-            ranked = self.conn.execute(sql, [*args, plan.limit, plan.offset]).fetchall()
+                if matched <= PROBE_MAX:
+                    where, params = f.topic_conditions("n")
+                    inner = (
+                        f"SELECT notes_fts.rowid AS id, {rank} AS r FROM notes_fts"
+                        " JOIN notes n ON n.id = notes_fts.rowid"
+                        " WHERE notes_fts MATCH ? AND " + " AND ".join(where)
+                    )
+                else:
+                    ids_sql, params = f.ids_query(ordered=False)
+                    inner = (
+                        f"SELECT rowid AS id, {rank} AS r FROM notes_fts WHERE notes_fts MATCH ?"
+                        f" AND +rowid IN (SELECT id FROM ({ids_sql}))"
+                    )
+                # One pass ranks the filtered matches and counts them (window over all rows).
+                rows = self.conn.execute(
+                    f"SELECT id, r, count(*) OVER () FROM ({inner})"
+                    " ORDER BY r, id LIMIT ? OFFSET ?",
+                    [plan.fts_query, *params, plan.limit, plan.offset],
+                ).fetchall()
+                if rows:
+                    total = int(rows[0][2])
+                elif plan.offset:
+                    total = self.conn.execute(
+                        f"SELECT count(*) FROM ({inner})", [plan.fts_query, *params]
+                    ).fetchone()[0]
+                else:
+                    total = 0
+                ranked = [(i, r) for i, r, _ in rows]
         except sqlite3.OperationalError as exc:
             text = str(exc)
             if plan.raw_fts and ("fts5" in text or "syntax" in text or "no such column" in text):
@@ -307,15 +317,16 @@ class IndexSearcher:
         files: list[str] | None = None
         if not f.empty:
             ids_sql, params = f.ids_query(ordered=False)
+            cap = int(self._note_count() * RG_FILE_SHARE) + 1
             files = [
                 str(r[0])
                 for r in self.conn.execute(
                     f"SELECT n.path FROM notes n WHERE n.id IN (SELECT id FROM ({ids_sql}))"
-                    f" LIMIT {RG_FILE_LIST_MAX + 1}",
-                    params,
+                    " LIMIT ?",
+                    [*params, cap],
                 )
             ]
-            if len(files) > RG_FILE_LIST_MAX:
+            if len(files) >= cap:
                 files = None
             elif not files:
                 return [], 0
@@ -360,6 +371,10 @@ class IndexSearcher:
             if m is not None:
                 r.extra["line"] = (m.line, m.text)
         return self._hits(plan, page), len(rows)
+
+    def _note_count(self) -> int:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = 'notes'").fetchone()
+        return int(row[0]) if row else 0
 
     # -- results ---------------------------------------------------------------------------
 

@@ -14,15 +14,14 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from engram_ls.core.errors import IndexUnavailable
 from engram_ls.core.index import db
 from engram_ls.core.index.schema import DDL, NO_DATE, SCHEMA_VERSION
 from engram_ls.core.model import Note
-from engram_ls.core.vault import FileStat
 
 State = Literal["empty", "building", "ready", "stale", "failed"]
 STATES: tuple[State, ...] = ("empty", "building", "ready", "stale", "failed")
@@ -250,6 +249,69 @@ class Index:
             b.finish()
 
 
+class NoteRows(NamedTuple):
+    """A parsed note as the rows the index stores, without the note id.
+
+    Plain values only: cheap to send from a parse process to the writing process (a parsed
+    ``Note`` of frozen dataclasses costs more to pickle than to parse).
+    """
+
+    path: str
+    values: tuple[Any, ...]
+    """mtime_ns, size, hash, title, created_at, created_ts, summary, topics JSON, body_line,
+    problems JSON: the ``notes`` columns in insert order."""
+    topics: tuple[str, ...]
+    day: str
+    headings: tuple[tuple[int, int, str], ...]
+    links: tuple[tuple[int, int, str, str, str | None, str | None], ...]
+    fts: tuple[str, str, str, str]
+    has_problems: bool
+
+
+def note_rows(note: Note, mtime_ns: int, size: int, digest: bytes) -> NoteRows:
+    problems_json = (
+        json.dumps(
+            [{"code": p.code, "message": p.message, "line": p.line} for p in note.problems],
+            ensure_ascii=False,
+        )
+        if note.problems
+        else None
+    )
+    values = (
+        mtime_ns,
+        size,
+        digest,
+        note.title,
+        note.created_at,
+        note.created_ts,
+        note.summary,
+        json.dumps(list(note.topics), ensure_ascii=False),
+        note.body_line,
+        problems_json,
+    )
+    return NoteRows(
+        path=note.path,
+        values=values,
+        topics=note.topics,
+        day=note.created_at or NO_DATE,
+        headings=tuple((h.line, h.level, h.text) for h in note.headings),
+        links=tuple(
+            (link.line, seq, link.kind, link.target, link.anchor, link.label)
+            for seq, link in enumerate(note.links)
+        ),
+        fts=(note.title, note.summary or "", " ".join(note.topics), note.body),
+        has_problems=bool(note.problems),
+    )
+
+
+@dataclass(slots=True)
+class _ChildRows:
+    topics: list[tuple[Any, ...]] = field(default_factory=list)
+    headings: list[tuple[Any, ...]] = field(default_factory=list)
+    links: list[tuple[Any, ...]] = field(default_factory=list)
+    fts: list[tuple[Any, ...]] = field(default_factory=list)
+
+
 class _VersionMismatch(Exception):
     pass
 
@@ -275,40 +337,19 @@ class Batch:
 
     # notes ------------------------------------------------------------------------------
 
-    def upsert(self, note: Note, st: FileStat, digest: bytes) -> int:
+    def upsert(self, rows: NoteRows) -> int:
         """Insert or replace a note's rows (keeps its id when the path already exists)."""
         c = self.conn
-        topics_json = json.dumps(list(note.topics), ensure_ascii=False)
-        problems_json = (
-            json.dumps(
-                [{"code": p.code, "message": p.message, "line": p.line} for p in note.problems],
-                ensure_ascii=False,
-            )
-            if note.problems
-            else None
-        )
         row = c.execute(
-            "SELECT id, problems IS NOT NULL FROM notes WHERE path = ?", (note.path,)
+            "SELECT id, problems IS NOT NULL FROM notes WHERE path = ?", (rows.path,)
         ).fetchone()
-        values = (
-            st.mtime_ns,
-            st.size,
-            digest,
-            note.title,
-            note.created_at,
-            note.created_ts,
-            note.summary,
-            topics_json,
-            note.body_line,
-            problems_json,
-        )
         if row is None:
             note_id = int(
                 c.execute(
                     "INSERT INTO notes (mtime_ns, size, hash, title, created_at, created_ts,"
                     " summary, topics, body_line, problems, path)"
                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (*values, note.path),
+                    (*rows.values, rows.path),
                 ).lastrowid
                 or 0
             )
@@ -320,50 +361,87 @@ class Batch:
                 "UPDATE notes SET mtime_ns = ?, size = ?, hash = ?, title = ?, created_at = ?,"
                 " created_ts = ?, summary = ?, topics = ?, body_line = ?, problems = ?"
                 " WHERE id = ?",
-                (*values, note_id),
+                (*rows.values, note_id),
             )
             self._clear_children(note_id)
-        self._insert_children(note_id, note)
-        self.problems_delta += bool(note.problems)
+        children = _ChildRows()
+        self._child_rows(note_id, rows, children)
+        self._write_children(children)
+        self.problems_delta += rows.has_problems
         self.changed += 1
         return note_id
 
-    def _insert_children(self, note_id: int, note: Note) -> None:
+    def insert_new(self, items: list[NoteRows]) -> None:
+        """Insert notes whose paths are not in the index yet, with one statement per table.
+
+        The bulk path of a build. If a path turns out to exist (another process added it
+        meanwhile), falls back to ``upsert`` for the whole list.
+        """
+        if not items:
+            return
         c = self.conn
-        day = note.created_at or NO_DATE
+        c.execute("SAVEPOINT insert_new")
+        try:
+            first = int(c.execute("SELECT coalesce(max(id), 0) + 1 FROM notes").fetchone()[0])
+            c.executemany(
+                "INSERT INTO notes (id, mtime_ns, size, hash, title, created_at, created_ts,"
+                " summary, topics, body_line, problems, path)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(first + i, *rows.values, rows.path) for i, rows in enumerate(items)],
+            )
+        except sqlite3.IntegrityError:
+            c.execute("ROLLBACK TO insert_new")
+            c.execute("RELEASE insert_new")
+            for rows in items:
+                self.upsert(rows)
+            return
+        c.execute("RELEASE insert_new")
+        children = _ChildRows()
+        for i, rows in enumerate(items):
+            self._child_rows(first + i, rows, children)
+            self.problems_delta += rows.has_problems
+        self._write_children(children)
+        self.notes_delta += len(items)
+        self.changed += len(items)
+
+    def _child_rows(self, note_id: int, rows: NoteRows, out: _ChildRows) -> None:
         seen: set[int] = set()
-        rows = []
-        for spelling in note.topics:
+        for spelling in rows.topics:
             tid = self._topic_id(spelling)
             if tid in seen:
                 continue
             seen.add(tid)
-            rows.append((tid, day, note_id, spelling))
-        if rows:
+            out.topics.append((tid, rows.day, note_id, spelling))
+        self._touched_topics.update(seen)
+        out.headings.extend((note_id, *h) for h in rows.headings)
+        out.links.extend((note_id, *link) for link in rows.links)
+        out.fts.append((note_id, *rows.fts))
+
+    def _write_children(self, rows: _ChildRows) -> None:
+        c = self.conn
+        if rows.topics:
             c.executemany(
                 "INSERT INTO note_topics (topic_id, created_at, note_id, spelling)"
                 " VALUES (?, ?, ?, ?)",
-                rows,
+                rows.topics,
             )
-            self._touched_topics.update(seen)
-        if note.headings:
+        if rows.headings:
             c.executemany(
                 "INSERT OR IGNORE INTO headings (note_id, line, level, text) VALUES (?, ?, ?, ?)",
-                [(note_id, h.line, h.level, h.text) for h in note.headings],
+                rows.headings,
             )
-        if note.links:
+        if rows.links:
             c.executemany(
                 "INSERT INTO links (note_id, line, seq, kind, target, anchor, label)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (note_id, link.line, seq, link.kind, link.target, link.anchor, link.label)
-                    for seq, link in enumerate(note.links)
-                ],
+                rows.links,
             )
-        c.execute(
-            "INSERT INTO notes_fts (rowid, title, summary, topics, body) VALUES (?, ?, ?, ?, ?)",
-            (note_id, note.title, note.summary or "", " ".join(note.topics), note.body),
-        )
+        if rows.fts:
+            c.executemany(
+                "INSERT INTO notes_fts (rowid, title, summary, topics, body)"
+                " VALUES (?, ?, ?, ?, ?)",
+                rows.fts,
+            )
 
     def _clear_children(self, note_id: int) -> None:
         c = self.conn
@@ -386,10 +464,10 @@ class Batch:
         self._recount = True
         self.changed += 1
 
-    def touch(self, path: str, st: FileStat) -> None:
+    def touch(self, path: str, mtime_ns: int, size: int) -> None:
         """Same content, new mtime/size (e.g. ``touch`` or a checkout): no re-parse."""
         self.conn.execute(
-            "UPDATE notes SET mtime_ns = ?, size = ? WHERE path = ?", (st.mtime_ns, st.size, path)
+            "UPDATE notes SET mtime_ns = ?, size = ? WHERE path = ?", (mtime_ns, size, path)
         )
 
     def delete(self, path: str) -> bool:
