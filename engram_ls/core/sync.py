@@ -31,8 +31,11 @@ PARSE_VERSION = 1
 
 CHUNK = 500
 """Notes parsed per worker task."""
-COMMIT_EVERY = 2000
-"""Notes per write transaction during a build (the resume granularity)."""
+COMMIT_SECONDS = 1.0
+"""A build commits what it has parsed about this often: a killed build loses at most about
+this much work, and fewer, larger transactions keep the full-text index's segments few."""
+COMMIT_MAX = 20_000
+"""...and at least every this many notes."""
 PARALLEL_MIN = 3000
 """Below this many notes to parse, a process pool does not pay for itself."""
 
@@ -223,7 +226,7 @@ class Syncer:
             return report
 
         busy_state: State = "building" if cold else "stale"
-        if gone or len(todo) > COMMIT_EVERY:
+        if gone or len(todo) > CHUNK:
             with self.index.batch() as b:
                 b.set_state(busy_state)
                 b.set_meta("fingerprint", self.fingerprint)
@@ -232,17 +235,20 @@ class Syncer:
         total = len(todo)
         done = 0
         pending: list[Result] = []
+        last_commit = time.monotonic()
         for results in self._parse_all(todo, workers):
             pending.extend(results)
             done += len(results)
             if progress is not None:
                 progress(done, total)
-            if len(pending) >= COMMIT_EVERY and done < total:
+            due = time.monotonic() - last_commit >= COMMIT_SECONDS or len(pending) >= COMMIT_MAX
+            if due and done < total:
                 with self.index.batch() as b:
                     b.set_state(busy_state)
                     b.set_meta("fingerprint", self.fingerprint)
                     self._write(b, pending, report)
                 pending = []
+                last_commit = time.monotonic()
         with self.index.batch() as b:
             self._write(b, pending, report)
             if gone and report.removed == 0:

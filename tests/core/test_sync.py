@@ -155,7 +155,7 @@ def test_folder_rename_moves_rows_without_parsing(
     )
     src = folders[0].parent  # an area folder with many notes
     count = len(list(src.rglob("*.md")))
-    assert count >= 500
+    assert count >= 1000
     with Engram(root) as engram:
         engram.sync()
         before = engram.search({"path": src.relative_to(root).as_posix(), "limit": 1000}).total
@@ -250,7 +250,7 @@ def test_config_change_reparses_everything(vault_copy: Callable[[str], Path]) ->
 def test_killed_build_resumes_to_identical_index(
     generated: Callable[..., Path], tmp_path: Path
 ) -> None:
-    root = generated(7000)
+    root = generated(12000)
     idx = tmp_path / "killed.sqlite"
     env = {**os.environ, "ENGRAM_INDEX": str(idx)}
     proc = subprocess.Popen(
@@ -275,13 +275,13 @@ def test_killed_build_resumes_to_identical_index(
             break
     proc.wait()
     assert proc.returncode == -signal.SIGKILL, "the build finished before it could be killed"
-    assert 0 < committed < 7000
+    assert 0 < committed < 12000
     with Engram(root, index_path=idx) as engram:
         assert engram.status().state == "building"
         assert engram.search({"tags": ["memory"]}).index.served_by == "scan"
         report = engram.sync()
         assert report.resumed
-        assert report.parsed <= 7000 - committed  # it did not start over
+        assert report.parsed <= 12000 - committed  # it did not start over
         assert engram.status().state == "ready"
     assert dump(idx) == fresh_dump(root, tmp_path)
 
