@@ -134,3 +134,37 @@ def test_every_command_is_documented() -> None:
             for opt in action.option_strings:
                 if opt.startswith("--") and opt != "--help":
                     assert opt in docs, f"docs/cli.md does not mention {opt} of `engram {name}`"
+
+
+def test_progress_bar_on_a_terminal(generated: Callable[..., Path]) -> None:
+    import pty
+
+    root = generated(600)
+    primary, secondary = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "engram_ls", "index", str(root)],
+        stdout=subprocess.PIPE,
+        stderr=secondary,
+        text=True,
+    )
+    os.close(secondary)
+    out, _ = proc.communicate(timeout=120)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(primary, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(primary)
+    assert proc.returncode == 0
+    assert b"indexing [" in seen and b"600/600" in seen
+    assert "600 notes" in out
+
+
+def test_no_progress_bar_when_piped(generated: Callable[..., Path]) -> None:
+    root = generated(600)
+    proc = engram("index", str(root))
+    assert proc.returncode == 0 and proc.stderr == ""

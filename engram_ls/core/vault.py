@@ -175,29 +175,34 @@ class Vault:
     def inside(self, rel_paths: Iterable[str]) -> set[str]:
         """Those of ``rel_paths`` (index paths: relative, no ``..``) that stay inside the vault.
 
-        Cheap for many results: each folder's real path is resolved once, and a file is
-        resolved only when it is itself a symlink. A missing file cannot escape and is kept.
+        Cheap for many results: each folder on the way is ``lstat``-ed once per call, and a
+        real path is resolved only where a symlink appears. A missing file cannot escape.
         """
-        root = self.root
-        root_s = os.fspath(root)
-        folders: dict[str, bool] = {"": True}
+        root_s = os.fspath(self.root)
+        links: dict[str, bool] = {"": False}
+
+        def is_link(rel: str) -> bool:
+            known = links.get(rel)
+            if known is None:
+                try:
+                    known = stat_mod.S_ISLNK(os.lstat(os.path.join(root_s, rel)).st_mode)
+                except OSError:
+                    known = False
+                links[rel] = known
+            return known
+
+        def escapes(rel: str) -> bool:
+            real = os.path.realpath(os.path.join(root_s, rel))
+            return not (real == root_s or real.startswith(root_s + os.sep))
+
         ok: set[str] = set()
         for rel in rel_paths:
-            if rel.startswith("/") or "\x00" in rel or any(p == ".." for p in rel.split("/")):
+            parts = rel.split("/")
+            if rel.startswith("/") or "\x00" in rel or ".." in parts:
                 continue
-            folder = rel.rpartition("/")[0]
-            good = folders.get(folder)
-            if good is None:
-                real = os.path.realpath(os.path.join(root_s, folder))
-                good = real == root_s or real.startswith(root_s + os.sep)
-                folders[folder] = good
-            if not good:
+            chain = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+            if any(is_link(c) for c in chain) and escapes(rel):
                 continue
-            full = os.path.join(root_s, rel)
-            if os.path.islink(full):
-                real = os.path.realpath(full)
-                if not real.startswith(root_s + os.sep):
-                    continue
             ok.add(rel)
         return ok
 

@@ -125,7 +125,29 @@ def find_matching_line(terms: list[Term], text: str) -> tuple[int, str] | None:
     """
     if not terms:
         return None
-    rx = _start_regex(tuple(t.tokens[0] for t in terms))
+    firsts = tuple(t.tokens[0] for t in terms)
+    if text.isascii() and all(w.isascii() for w in firsts):
+        low = text.lower()
+        best: tuple[int, str] | None = None
+        for word in set(firsts):
+            pos = low.find(word)
+            while pos != -1 and (best is None or pos < best[0]):
+                if pos == 0 or not low[pos - 1].isalnum():
+                    start = low.rfind("\n", 0, pos) + 1
+                    end = low.find("\n", pos)
+                    line = text[start : len(text) if end == -1 else end]
+                    if line_matches(terms, line):
+                        best = (start, line)
+                        break
+                    if end == -1:
+                        break
+                    pos = low.find(word, end)
+                else:
+                    pos = low.find(word, pos + 1)
+        if best is None:
+            return None
+        return text.count("\n", 0, best[0]), best[1]
+    rx = _start_regex(firsts)
     if rx is not None:
         pos = 0
         while True:
@@ -139,8 +161,6 @@ def find_matching_line(terms: list[Term], text: str) -> tuple[int, str] | None:
             if line_matches(terms, line):
                 return text.count("\n", 0, start), line
             pos = end + 1
-        if text.isascii():
-            return None
     for i, line in enumerate(text.split("\n")):
         if line.strip() and line_matches(terms, line):
             return i, line
