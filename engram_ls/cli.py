@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from engram_ls import __version__
-from engram_ls.core.errors import EngramError, NotFound
+from engram_ls.core.errors import EngramError, IndexUnavailable, NotFound
 from engram_ls.core.search import SearchResponse
 from engram_ls.core.service import Engram
 from engram_ls.core.sync import SyncReport
@@ -129,7 +129,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     engram = _open(args)
     try:
         if engram.unavailable:
-            raise EngramError(engram.unavailable)
+            raise IndexUnavailable(engram.unavailable)
         report = _sync(engram, full=args.full)
         assert report is not None
         status = engram.status()
@@ -205,7 +205,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     engram = _open(args)
     try:
         status = engram.status()
-        problems = _problems(engram) if args.problems else []
+        problems = engram.problems() if args.problems else []
     finally:
         engram.close()
     if args.json:
@@ -227,19 +227,6 @@ def cmd_status(args: argparse.Namespace) -> int:
         where = f"{p['path']}:{p['line']}" if p.get("line") else p["path"]
         out.write(f"{where}: {p['code']}: {p['message']}\n")
     return EXIT_OK
-
-
-def _problems(engram: Engram) -> list[dict[str, Any]]:
-    if engram.unavailable:
-        return []
-    rows = engram.index.conn().execute(
-        "SELECT path, problems FROM notes WHERE problems IS NOT NULL ORDER BY path"
-    )
-    out = []
-    for path, raw in rows:
-        for p in json.loads(raw):
-            out.append({"path": path, **p})
-    return out
 
 
 def cmd_topics(args: argparse.Namespace) -> int:

@@ -149,27 +149,16 @@ def _clean(path: bytes) -> str:
     return text[2:] if text.startswith("./") else text
 
 
-def count_matches(
+def _records(
+    args: list[str],
+    files: Sequence[str] | None,
     root: Path,
-    pattern: str,
-    *,
-    regex: bool,
-    case_sensitive: bool = False,
-    files: Sequence[str] | None = None,
-    deadline: float | None = None,
-    cancel: threading.Event | None = None,
-) -> dict[str, int]:
-    """Matches per file (vault-relative path → count) for files that match at least once.
-
-    ``files`` limits the search to those vault-relative paths; None searches every ``*.md``
-    under ``root`` (hidden folders skipped; callers filter out non-notes).
-    """
-    if files is not None and not files:
-        return {}
-    base = [*_base_args(pattern, regex=regex, case_sensitive=case_sensitive), "--count-matches"]
-    counts: dict[str, int] = {}
+    deadline: float | None,
+    cancel: threading.Event | None,
+) -> Iterator[tuple[str, bytes]]:
+    """Run rg over ``files`` (or the vault) and yield (vault-relative path, rest of the line)."""
     for target in _targets(files):
-        out = _run(base + target, root, deadline, cancel)
+        out = _run(args + target, root, deadline, cancel)
         pos = 0
         while pos < len(out):
             nul = out.find(b"\0", pos)
@@ -178,52 +167,54 @@ def count_matches(
             end = out.find(b"\n", nul)
             if end == -1:
                 end = len(out)
+            yield _clean(out[pos:nul]), out[nul + 1 : end]
+            pos = end + 1
+
+
+@dataclass(frozen=True, slots=True)
+class Grep:
+    """One literal or regex search over a vault, with its deadline and cancellation."""
+
+    root: Path
+    pattern: str
+    regex: bool
+    case_sensitive: bool = False
+    deadline: float | None = None
+    cancel: threading.Event | None = None
+
+    def _args(self) -> list[str]:
+        return _base_args(self.pattern, regex=self.regex, case_sensitive=self.case_sensitive)
+
+    def count(self, files: Sequence[str] | None = None) -> dict[str, int]:
+        """Matching lines per file (vault-relative path → count), for files that match.
+
+        ``files`` limits the search to those vault-relative paths; None searches every
+        ``*.md`` under the root (hidden folders skipped; callers drop non-notes).
+        """
+        if files is not None and not files:
+            return {}
+        args = [*self._args(), "--count-matches"]
+        counts: dict[str, int] = {}
+        for path, rest in _records(args, files, self.root, self.deadline, self.cancel):
             with contextlib.suppress(ValueError):
-                counts[_clean(out[pos:nul])] = int(out[nul + 1 : end])
-            pos = end + 1
-    return counts
+                counts[path] = int(rest)
+        return counts
 
-
-def first_matches(
-    root: Path,
-    pattern: str,
-    *,
-    regex: bool,
-    case_sensitive: bool = False,
-    files: Sequence[str],
-    deadline: float | None = None,
-    cancel: threading.Event | None = None,
-) -> dict[str, FirstMatch]:
-    """The first matching line (1-based number and text) of each of ``files`` that matches."""
-    if not files:
-        return {}
-    base = _base_args(pattern, regex=regex, case_sensitive=case_sensitive)
-    base += [
-        "--max-count=1",
-        "--line-number",
-        f"--max-columns={MAX_LINE_CHARS}",
-        "--max-columns-preview",
-    ]
-    found: dict[str, FirstMatch] = {}
-    for target in _targets(files):
-        out = _run(base + target, root, deadline, cancel)
-        pos = 0
-        while pos < len(out):
-            nul = out.find(b"\0", pos)
-            if nul == -1:
-                break
-            end = out.find(b"\n", nul)
-            if end == -1:
-                end = len(out)
-            rest = out[nul + 1 : end]
-            colon = rest.find(b":")
-            if colon > 0:
-                try:
-                    line = int(rest[:colon])
-                except ValueError:
-                    line = 0
-                if line:
-                    text = rest[colon + 1 :].decode("utf-8", "replace").rstrip("\r")
-                    found.setdefault(_clean(out[pos:nul]), FirstMatch(line, text))
-            pos = end + 1
-    return found
+    def first(self, files: Sequence[str]) -> dict[str, FirstMatch]:
+        """The first matching line (1-based number and text) of each of ``files``."""
+        if not files:
+            return {}
+        args = [
+            *self._args(),
+            "--max-count=1",
+            "--line-number",
+            f"--max-columns={MAX_LINE_CHARS}",
+            "--max-columns-preview",
+        ]
+        found: dict[str, FirstMatch] = {}
+        for path, rest in _records(args, files, self.root, self.deadline, self.cancel):
+            number, sep, text = rest.partition(b":")
+            if sep and number.isdigit() and int(number) > 0:
+                line = FirstMatch(int(number), text.decode("utf-8", "replace").rstrip("\r"))
+                found.setdefault(path, line)
+        return found

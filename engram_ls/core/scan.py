@@ -16,7 +16,7 @@ from engram_ls.core.config import EngramConfig
 from engram_ls.core.errors import UnsupportedMode
 from engram_ls.core.index import fts
 from engram_ls.core.model import Note
-from engram_ls.core.search import Plan, SearchHit, build_hit, find_line, lead_line, newest_first
+from engram_ls.core.search import Plan, SearchHit, build_hit, newest_first, snippet_line
 from engram_ls.core.vault import Vault
 
 ReadNote = Callable[[str], "Note | None"]
@@ -67,15 +67,7 @@ class ScanSearcher:
             )
         matched: list[_Match] = []
         if grep:
-            counts = ripgrep.count_matches(
-                self.vault.root,
-                plan.query,
-                regex=plan.mode == "regex",
-                case_sensitive=plan.case_sensitive,
-                files=list(self._candidates(plan)),
-                deadline=plan.deadline,
-                cancel=plan.cancel,
-            )
+            counts = plan.grep(self.vault.root).count(list(self._candidates(plan)))
             for path in sorted(counts):
                 plan.check()
                 note = self.read(path)
@@ -107,15 +99,7 @@ class ScanSearcher:
         page = matched[plan.offset : plan.offset + plan.limit]
         firsts: dict[str, ripgrep.FirstMatch] = {}
         if grep:
-            firsts = ripgrep.first_matches(
-                self.vault.root,
-                plan.query,
-                regex=plan.mode == "regex",
-                case_sensitive=plan.case_sensitive,
-                files=[m.path for m in page],
-                deadline=plan.deadline,
-                cancel=plan.cancel,
-            )
+            firsts = plan.grep(self.vault.root).first([m.path for m in page])
         inside = self.vault.inside(m.path for m in page)
         results: list[SearchHit] = []
         for m in page:
@@ -126,10 +110,7 @@ class ScanSearcher:
             if first is not None:
                 line, line_text = first.line, first.text
             else:
-                found = find_line(note.body, note.body_line, plan)
-                line, line_text = (
-                    found if found else lead_line(note.body, note.body_line, note.summary)
-                )
+                line, line_text = snippet_line(note.body, note.body_line, note.summary, plan)
             results.append(
                 build_hit(
                     self.vault,

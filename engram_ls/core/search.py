@@ -14,10 +14,12 @@ import threading
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from engram_ls.core import ripgrep
 from engram_ls.core.config import EngramConfig
 from engram_ls.core.errors import (
     InvalidRequest,
@@ -197,6 +199,17 @@ class Plan:
     def listing(self) -> bool:
         return not self.query
 
+    def grep(self, root: Path) -> ripgrep.Grep:
+        """The ripgrep search for a literal or regex plan."""
+        return ripgrep.Grep(
+            root,
+            self.query,
+            regex=self.mode == "regex",
+            case_sensitive=self.case_sensitive,
+            deadline=self.deadline,
+            cancel=self.cancel,
+        )
+
     def check(self) -> None:
         if self.cancel is not None and self.cancel.is_set():
             raise SearchTimeout("the search was cancelled")
@@ -363,14 +376,12 @@ def _first_needle(plan: Plan) -> str:
     return ""
 
 
-def find_line(body: str, body_line: int, plan: Plan) -> tuple[int, str] | None:
-    """The first body line matching the text query, as (file line, text)."""
+def snippet_line(body: str, body_line: int, summary: str | None, plan: Plan) -> tuple[int, str]:
+    """(file line, text) to show for a note: the first body line matching the text query,
+    else the summary (line 1), else the first line of prose."""
     found = fts.find_matching_line(plan.terms, body)
-    return (body_line + found[0], found[1]) if found else None
-
-
-def lead_line(body: str, body_line: int, summary: str | None) -> tuple[int, str]:
-    """What to show when nothing in the body matched: the summary, else the first prose line."""
+    if found is not None:
+        return body_line + found[0], found[1]
     if summary:
         return 1, summary
     for i, text in enumerate(body.split("\n")):

@@ -12,6 +12,7 @@ import os
 import sqlite3
 import threading
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -229,23 +230,43 @@ class Engram:
         return IndexInfo(st.state, "scan", st.generation, st.updated_at)
 
     def topics(self, prefix: str = "", limit: int = 100) -> list[TopicCount]:
-        """Known topics, most used first, optionally starting with ``prefix`` (any case)."""
+        """Known topics, most used first, optionally starting with ``prefix`` (any case).
+
+        Served by the index when it can; otherwise counted by reading every note.
+        """
         if limit < 1 or limit > 10_000:
             raise InvalidRequest("limit must be between 1 and 10000")
         key = prefix.strip().lstrip("#").casefold()
-        conn = self.index.conn()
-        if key:
-            upper = key[:-1] + chr(ord(key[-1]) + 1)
-            rows = conn.execute(
-                "SELECT name, notes FROM topics WHERE key >= ? AND key < ?"
-                " ORDER BY notes DESC, key LIMIT ?",
-                (key, upper, limit),
-            ).fetchall()
-        else:
-            rows = conn.execute(
-                "SELECT name, notes FROM topics ORDER BY notes DESC, key LIMIT ?", (limit,)
-            ).fetchall()
-        return [TopicCount(str(n), int(c)) for n, c in rows]
+        if self.unavailable is None:
+            try:
+                conn = self.index.conn()
+                with db.read_tx(conn):
+                    if self.index.status(conn).state in SERVABLE_STATES:
+                        return [TopicCount(n, c) for n, c in self.index.topics(key, limit, conn)]
+            except sqlite3.DatabaseError as exc:
+                self._index_failure(exc)
+        counts: dict[str, Counter[str]] = {}
+        for f in self.vault.walk():
+            note = self.read_note(f.path)
+            for topic in note.topics if note else ():
+                counts.setdefault(topic.casefold(), Counter())[topic] += 1
+        found = [
+            TopicCount(min(sp, key=lambda s: (-sp[s], s)), sum(sp.values()))
+            for k, sp in counts.items()
+            if k.startswith(key)
+        ]
+        found.sort(key=lambda t: (-t.notes, t.name.casefold()))
+        return found[:limit]
+
+    def problems(self) -> list[dict[str, Any]]:
+        """Every recorded note problem: ``{path, code, message, line}``, by path."""
+        if self.unavailable is not None:
+            return []
+        try:
+            return self.index.problems()
+        except sqlite3.DatabaseError as exc:
+            self._index_failure(exc)
+            return []
 
 
 def _expired(plan: Any) -> bool:

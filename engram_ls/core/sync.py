@@ -214,27 +214,27 @@ class Syncer:
         gone = [p for p in stored if p not in seen]
         del stored
 
-        if not todo and not gone:
-            if status.state != "ready" or status.fingerprint != self.fingerprint:
-                with self.index.batch() as b:
-                    if cold:
-                        b.refresh_all_topics()
-                    b.set_state("ready")
-                    b.set_meta("fingerprint", self.fingerprint)
-            report.generation = self.index.status().generation
-            report.elapsed_s = time.perf_counter() - t0
-            return report
-
         busy_state: State = "building" if cold else "stale"
-        if gone or len(todo) > CHUNK:
-            with self.index.batch() as b:
-                b.set_state(busy_state)
-                b.set_meta("fingerprint", self.fingerprint)
-                report.removed = b.delete_paths(gone)
+        changed = bool(todo or gone)
+        pending: list[Result] = []
 
+        def commit(*, final: bool) -> None:
+            with self.index.batch() as b:
+                self._write(b, pending, report)
+                if gone:
+                    report.removed += b.delete_paths(gone)
+                    gone.clear()
+                if final and (cold or report.full):
+                    b.refresh_all_topics()
+                if final or status.state != busy_state:
+                    b.set_state("ready" if final else busy_state)
+                b.set_meta("fingerprint", self.fingerprint)
+            pending.clear()
+
+        if changed and (cold or len(todo) > CHUNK):
+            commit(final=False)  # say "building"/"stale" before the long part starts
         total = len(todo)
         done = 0
-        pending: list[Result] = []
         last_commit = time.monotonic()
         for results in self._parse_all(todo, workers):
             pending.extend(results)
@@ -243,20 +243,10 @@ class Syncer:
                 progress(done, total)
             due = time.monotonic() - last_commit >= COMMIT_SECONDS or len(pending) >= COMMIT_MAX
             if due and done < total:
-                with self.index.batch() as b:
-                    b.set_state(busy_state)
-                    b.set_meta("fingerprint", self.fingerprint)
-                    self._write(b, pending, report)
-                pending = []
+                commit(final=False)
                 last_commit = time.monotonic()
-        with self.index.batch() as b:
-            self._write(b, pending, report)
-            if gone and report.removed == 0:
-                report.removed = b.delete_paths(gone)
-            if cold or report.full:
-                b.refresh_all_topics()
-            b.set_state("ready")
-            b.set_meta("fingerprint", self.fingerprint)
+        if changed or status.state != "ready" or status.fingerprint != self.fingerprint:
+            commit(final=True)
         report.generation = self.index.status().generation
         report.elapsed_s = time.perf_counter() - t0
         return report

@@ -295,3 +295,12 @@ def test_text_filter_strategies_agree(
     ]
     assert probe.total == intersect.total
     assert scan_names(tags_vault, **req) == names(tags_vault, **req)
+
+
+def test_topics_scan_fallback_means_the_same(tags_vault: Engram) -> None:
+    from_index = [(t.name, t.notes) for t in tags_vault.topics()]
+    with tags_vault.index.batch() as b:
+        b.set_state("building")
+    from_scan = [(t.name, t.notes) for t in tags_vault.topics()]
+    assert from_scan == from_index
+    assert [t.name for t in tags_vault.topics("mem")] == ["memory", "Memory Leak", "memory-leak"]

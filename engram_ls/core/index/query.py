@@ -19,7 +19,6 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
-from engram_ls.core import ripgrep
 from engram_ls.core.config import EngramConfig
 from engram_ls.core.errors import InvalidRequest
 from engram_ls.core.index.store import folder_range
@@ -27,9 +26,8 @@ from engram_ls.core.search import (
     Plan,
     SearchHit,
     build_hit,
-    find_line,
-    lead_line,
     newest_first,
+    snippet_line,
 )
 from engram_ls.core.vault import Vault, compile_glob
 
@@ -330,16 +328,8 @@ class IndexSearcher:
                 files = None
             elif not files:
                 return [], 0
-        regex = plan.mode == "regex"
-        counts = ripgrep.count_matches(
-            self.vault.root,
-            plan.query,
-            regex=regex,
-            case_sensitive=plan.case_sensitive,
-            files=files,
-            deadline=plan.deadline,
-            cancel=plan.cancel,
-        )
+        grep = plan.grep(self.vault.root)
+        counts = grep.count(files)
         plan.check()
         rows: list[_Row] = []
         where, params = f.topic_conditions("n")
@@ -357,15 +347,7 @@ class IndexSearcher:
                 rows.append(row)
         newest_first(rows, day=lambda r: r.created_at, score=lambda r: r.score)
         page = rows[plan.offset : plan.offset + plan.limit]
-        firsts = ripgrep.first_matches(
-            self.vault.root,
-            plan.query,
-            regex=regex,
-            case_sensitive=plan.case_sensitive,
-            files=[r.path for r in page],
-            deadline=plan.deadline,
-            cancel=plan.cancel,
-        )
+        firsts = grep.first([r.path for r in page])
         for r in page:
             m = firsts.get(r.path)
             if m is not None:
@@ -401,9 +383,7 @@ class IndexSearcher:
             if "line" in r.extra:
                 line, text = r.extra["line"]
             else:
-                body = bodies.get(r.id, "")
-                found = find_line(body, r.body_line, plan)
-                line, text = found if found else lead_line(body, r.body_line, r.summary)
+                line, text = snippet_line(bodies.get(r.id, ""), r.body_line, r.summary, plan)
             hits.append(
                 build_hit(
                     self.vault,

@@ -228,6 +228,31 @@ class Index:
         )
         return Fresh(*row) if row else None
 
+    def topics(
+        self, key_prefix: str, limit: int, conn: sqlite3.Connection | None = None
+    ) -> list[tuple[str, int]]:
+        """(name, notes) of topics whose case-folded key starts with ``key_prefix``."""
+        conn = conn or self.conn()
+        if key_prefix:
+            rows = conn.execute(
+                "SELECT name, notes FROM topics WHERE key >= ? AND key < ?"
+                " ORDER BY notes DESC, key LIMIT ?",
+                (key_prefix, key_prefix + "\U0010ffff", limit),
+            )
+        else:
+            rows = conn.execute(
+                "SELECT name, notes FROM topics ORDER BY notes DESC, key LIMIT ?", (limit,)
+            )
+        return [(str(n), int(c)) for n, c in rows]
+
+    def problems(self) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for path, raw in self.conn().execute(
+            "SELECT path, problems FROM notes WHERE problems IS NOT NULL ORDER BY path"
+        ):
+            out.extend({"path": path, **p} for p in json.loads(raw))
+        return out
+
     def has_folder(self, folder: str) -> bool:
         lo, hi = folder_range(folder)
         row = (
