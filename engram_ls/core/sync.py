@@ -197,22 +197,25 @@ class Syncer:
         cold = status.state in ("empty", "building", "failed") or status.notes == 0
         report.resumed = status.state == "building" and status.notes > 0 and not report.full
 
-        stored = self.index.freshness()
+        stored = self.index.stats()
         files = sorted(self.vault.walk(), key=lambda f: f.path)
         report.scanned = len(files)
-        todo: list[tuple[str, bytes | None]] = []
-        seen: set[str] = set()
+        new: list[str] = []
+        changed_paths: list[str] = []
         for f in files:
-            seen.add(f.path)
-            fresh = stored.get(f.path)
-            if fresh is None:
-                todo.append((f.path, None))
-            elif fresh.mtime_ns != f.mtime_ns or fresh.size != f.size:
-                todo.append((f.path, fresh.hash))
+            known = stored.pop(f.path, None)
+            if known is None:
+                new.append(f.path)
+            elif known != (f.mtime_ns, f.size):
+                changed_paths.append(f.path)
             else:
                 report.unchanged += 1
-        gone = [p for p in stored if p not in seen]
-        del stored
+        gone = list(stored)
+        del stored, files
+        hashes = self.index.hashes(changed_paths)
+        todo: list[tuple[str, bytes | None]] = [(p, None) for p in new]
+        todo += [(p, hashes.get(p)) for p in changed_paths]
+        todo.sort()
 
         busy_state: State = "building" if cold else "stale"
         changed = bool(todo or gone)
@@ -354,15 +357,15 @@ class Syncer:
 
     def _sync_folder(self, b: Batch, folder: str, report: SyncReport) -> None:
         """Reconcile one folder inside the current transaction (stat-only for unchanged)."""
-        stored = self.index.freshness(folder)
+        stored = self.index.stats(folder)
         seen: set[str] = set()
         for f in self.vault.walk(folder):
             seen.add(f.path)
-            fresh = stored.get(f.path)
-            if fresh is not None and (fresh.mtime_ns, fresh.size) == (f.mtime_ns, f.size):
+            had = stored.get(f.path)
+            if had == (f.mtime_ns, f.size):
                 report.unchanged += 1
                 continue
-            known = fresh.hash if fresh else None
+            known = self.index.hashes([f.path]).get(f.path) if had else None
             self._write(
                 b, [read_rows(os.fspath(self.vault.root), f.path, self.config, known)], report
             )

@@ -88,7 +88,9 @@ class PathFilter:
     """Decides which files are notes, from the config's include/exclude globs."""
 
     def __init__(self, config: EngramConfig) -> None:
-        self._include = [compile_glob(p) for p in config.include] or [compile_glob("**/*.md")]
+        includes = tuple(config.include) or ("**/*.md",)
+        self._all_md = includes == ("**/*.md",)
+        self._include = [compile_glob(p) for p in includes]
         self._exclude = [compile_glob(p) for p in config.exclude]
 
     def dir_excluded(self, rel_dir: str) -> bool:
@@ -110,6 +112,8 @@ class PathFilter:
 
     def file_matches(self, rel_path: str) -> bool:
         """Include/exclude globs only (the walk has already pruned excluded folders)."""
+        if self._all_md and not self._exclude:
+            return rel_path.endswith(".md")
         if not any(rx.match(rel_path) for rx in self._include):
             return False
         return not any(rx.match(rel_path) for rx in self._exclude)

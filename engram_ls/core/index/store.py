@@ -207,18 +207,29 @@ class Index:
             fingerprint=meta.get("fingerprint"),
         )
 
-    def freshness(self, under: str = "") -> dict[str, Fresh]:
-        """Stored (id, mtime, size, hash) of every note, or of those under a folder."""
+    def stats(self, under: str = "") -> dict[str, tuple[int, int]]:
+        """Stored (mtime_ns, size) of every note, or of those under a folder."""
         conn = self.conn()
         if under:
             lo, hi = folder_range(under)
             rows = conn.execute(
-                "SELECT path, id, mtime_ns, size, hash FROM notes WHERE path >= ? AND path < ?",
-                (lo, hi),
+                "SELECT path, mtime_ns, size FROM notes WHERE path >= ? AND path < ?", (lo, hi)
             )
         else:
-            rows = conn.execute("SELECT path, id, mtime_ns, size, hash FROM notes")
-        return {path: Fresh(i, m, s, h) for path, i, m, s, h in rows}
+            rows = conn.execute("SELECT path, mtime_ns, size FROM notes")
+        return {path: (m, s) for path, m, s in rows}
+
+    def hashes(self, paths: list[str]) -> dict[str, bytes]:
+        """Stored content hashes of these paths (those that have a row)."""
+        out: dict[str, bytes] = {}
+        conn = self.conn()
+        for i in range(0, len(paths), 500):
+            part = paths[i : i + 500]
+            marks = ",".join("?" * len(part))
+            out.update(
+                conn.execute(f"SELECT path, hash FROM notes WHERE path IN ({marks})", part)
+            )
+        return out
 
     def get_fresh(self, path: str) -> Fresh | None:
         row = (
