@@ -28,6 +28,7 @@ import generate_vault as g
 
 from engram_ls.core.ripgrep import rg_binary
 from engram_ls.core.service import Engram
+from engram_ls.core.sync import Change
 
 
 def pct(values: list[float], p: float) -> float:
@@ -78,32 +79,83 @@ def rg_time(root: Path, pattern: str) -> float:
     return time.perf_counter() - t0
 
 
+def median_ms(fn: Any, n: int) -> float:
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1000)
+    return round(statistics.median(times), 1)
+
+
+def cli_ms(vault: Path, index: Path, *args: str, n: int = 5) -> float:
+    env = {**os.environ, "ENGRAM_INDEX": str(index)}
+    cmd = [sys.executable, "-m", "engram_ls", "search", "--vault", str(vault), *args]
+    return median_ms(lambda: subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, check=True), n)
+
+
+def updates(engram: Engram, vault: Path) -> dict[str, float]:
+    """Save one note and see it in a search; rename a big folder there and back."""
+    note = next(vault.rglob("*.md"))
+    rel = note.relative_to(vault).as_posix()
+    original = note.read_bytes()
+    out: dict[str, float] = {}
+    try:
+        times = []
+        for i in range(20):
+            word = f"savedword{i}x"
+            note.write_bytes(original + f"\n{word}\n".encode())
+            t0 = time.perf_counter()
+            engram.apply_changes([Change("changed", rel)])
+            res = engram.search({"query": word})
+            times.append((time.perf_counter() - t0) * 1000)
+            assert res.total == 1
+        out["save -> visible in search"] = round(statistics.median(times), 2)
+    finally:
+        note.write_bytes(original)
+        engram.apply_changes([Change("changed", rel)])
+    folders = sorted(
+        (d for d in vault.iterdir() if d.is_dir()), key=lambda d: sum(1 for _ in d.rglob("*.md"))
+    )
+    folder = next((d for d in folders if sum(1 for _ in d.rglob("*.md")) >= 1000), folders[-1])
+    count = sum(1 for _ in folder.rglob("*.md"))
+    moved = folder.with_name(folder.name + "-moved")
+    folder.rename(moved)
+    t0 = time.perf_counter()
+    report = engram.apply_changes([Change("renamed", folder.name, moved.name)])
+    out[f"rename folder of {count} notes"] = round((time.perf_counter() - t0) * 1000, 1)
+    assert report.parsed == 0
+    moved.rename(folder)
+    engram.apply_changes([Change("renamed", moved.name, folder.name)])
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("vault", type=Path)
-    ap.add_argument("--index", type=Path, default=None)
-    ap.add_argument("--repeat", type=int, default=30)
+    ap.add_argument("--repeat", type=int, default=30, help="runs of each query")
+    ap.add_argument("--builds", type=int, default=3, help="cold builds (median reported)")
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--workers", type=int, default=None)
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="engram-bench-"))
-    index = args.index or tmp / "index.sqlite"
+    index = tmp / "index.sqlite"
     out: dict[str, Any] = {"vault": str(args.vault), "cpus": os.cpu_count()}
     try:
-        with Engram(args.vault, index_path=index) as engram:
-            t0 = time.perf_counter()
-            report = engram.sync(workers=args.workers)
-            build_s = time.perf_counter() - t0
-            out["notes"] = engram.status().notes
-            out["cold_build_s"] = round(build_s, 2)
-            out["cold_build_notes_per_s"] = round(report.parsed / build_s)
-            out["index_mb"] = round(index.stat().st_size / 2**20, 1)
-            warm = []
-            for _ in range(3):
+        rates = []
+        for _ in range(args.builds):
+            for suffix in ("", "-wal", "-shm"):
+                Path(str(index) + suffix).unlink(missing_ok=True)
+            with Engram(args.vault, index_path=index) as engram:
                 t0 = time.perf_counter()
-                engram.sync()
-                warm.append(time.perf_counter() - t0)
-            out["warm_reconcile_s"] = round(statistics.median(warm), 3)
+                report = engram.sync(workers=args.workers)
+                rates.append(report.parsed / (time.perf_counter() - t0))
+        out["cold_build_notes_per_s"] = round(statistics.median(rates))
+        out["cold_build_runs"] = [round(r) for r in rates]
+        with Engram(args.vault, index_path=index) as engram:
+            out["notes"] = engram.status().notes
+            out["index_mb"] = round(index.stat().st_size / 2**20, 1)
+            out["warm_reconcile_ms"] = median_ms(engram.sync, 3)
             rows = []
             for name, req, pattern in query_mix():
                 times = []
@@ -126,12 +178,22 @@ def main() -> int:
                     row["ratio"] = round(row["rg_ms"] / max(row["p50_ms"], 0.001), 1)
                 rows.append(row)
             out["queries"] = rows
+            out["updates"] = updates(engram, args.vault)
+        topic = g.COMMON_TOPICS[0]
+        out["cli_ms"] = {
+            "search --no-sync (tag+date)": cli_ms(
+                args.vault, index, "--tag", topic, "--from", "2021-01-01", "--no-sync"
+            ),
+            "search (tag+date, with sync)": cli_ms(
+                args.vault, index, "--tag", topic, "--from", "2021-01-01"
+            ),
+        }
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(
-        f"notes {out['notes']}, cold build {out['cold_build_s']} s"
-        f" = {out['cold_build_notes_per_s']} notes/s, index {out['index_mb']} MB,"
-        f" warm reconcile {out['warm_reconcile_s']} s"
+        f"notes {out['notes']}, cold build {out['cold_build_notes_per_s']} notes/s"
+        f" (runs {out['cold_build_runs']}), index {out['index_mb']} MB,"
+        f" warm reconcile {out['warm_reconcile_ms']} ms"
     )
     print(f"{'query':18} {'total':>7} {'p50 ms':>8} {'p95 ms':>8} {'rg ms':>8} {'ratio':>7}")
     for r in out["queries"]:
@@ -139,6 +201,8 @@ def main() -> int:
             f"{r['query']:18} {r['total']:>7} {r['p50_ms']:>8} {r['p95_ms']:>8}"
             f" {r.get('rg_ms', ''):>8} {r.get('ratio', ''):>7}"
         )
+    for name, ms in {**out["updates"], **out["cli_ms"]}.items():
+        print(f"{name:40} {ms:>8} ms")
     if args.json:
         args.json.write_text(json.dumps(out, indent=2))
     return 0

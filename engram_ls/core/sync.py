@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -34,8 +35,6 @@ CHUNK = 500
 COMMIT_SECONDS = 1.0
 """A build commits what it has parsed about this often: a killed build loses at most about
 this much work, and fewer, larger transactions keep the full-text index's segments few."""
-COMMIT_MAX = 20_000
-"""...and at least every this many notes."""
 PARALLEL_MIN = 3000
 """Below this many notes to parse, a process pool does not pay for itself."""
 
@@ -219,37 +218,41 @@ class Syncer:
 
         busy_state: State = "building" if cold else "stale"
         changed = bool(todo or gone)
-        pending: list[Result] = []
+        if not changed and status.state == "ready" and status.fingerprint == self.fingerprint:
+            report.elapsed_s = time.perf_counter() - t0
+            report.generation = status.generation
+            return report
 
-        def commit(*, final: bool) -> None:
-            with self.index.batch() as b:
-                self._write(b, pending, report)
-                if gone:
-                    report.removed += b.delete_paths(gone)
-                    gone.clear()
-                if final and (cold or report.full):
-                    b.refresh_all_topics()
-                if final or status.state != busy_state:
-                    b.set_state("ready" if final else busy_state)
-                b.set_meta("fingerprint", self.fingerprint)
-            pending.clear()
-
-        if changed and (cold or len(todo) > CHUNK):
-            commit(final=False)  # say "building"/"stale" before the long part starts
-        total = len(todo)
-        done = 0
-        last_commit = time.monotonic()
-        for results in self._parse_all(todo, workers):
-            pending.extend(results)
-            done += len(results)
-            if progress is not None:
-                progress(done, total)
-            due = time.monotonic() - last_commit >= COMMIT_SECONDS or len(pending) >= COMMIT_MAX
-            if due and done < total:
-                commit(final=False)
-                last_commit = time.monotonic()
-        if changed or status.state != "ready" or status.fingerprint != self.fingerprint:
-            commit(final=True)
+        # Parsed notes are written as they arrive, in transactions of about COMMIT_SECONDS,
+        # so the writer overlaps with the parse process and a killed build keeps its work.
+        with contextlib.ExitStack() as tx:
+            w: Batch | None = tx.enter_context(self.index.batch())
+            assert w is not None
+            w.set_state(busy_state)
+            w.set_meta("fingerprint", self.fingerprint)
+            report.removed += w.delete_paths(gone)
+            if cold or len(todo) > CHUNK:
+                tx.close()  # say "building"/"stale" before the long part starts
+                w = None
+            opened = time.monotonic()
+            total, done = len(todo), 0
+            for results in self._parse_all(todo, workers):
+                if w is None:
+                    w = tx.enter_context(self.index.batch())
+                    opened = time.monotonic()
+                self._write(w, results, report)
+                done += len(results)
+                if progress is not None:
+                    progress(done, total)
+                if time.monotonic() - opened >= COMMIT_SECONDS and done < total:
+                    tx.close()
+                    w = None
+            if w is None:
+                w = tx.enter_context(self.index.batch())
+            if cold or report.full:
+                w.refresh_all_topics()
+            w.set_state("ready")
+            w.set_meta("fingerprint", self.fingerprint)
         report.generation = self.index.status().generation
         report.elapsed_s = time.perf_counter() - t0
         return report
