@@ -84,9 +84,14 @@ class _Filters:
         )
 
     def note_conditions(
-        self, alias: str = "n", *, dates: bool = True
+        self, alias: str = "n", *, dates: bool = True, note_id: str | None = None
     ) -> tuple[list[str], list[Any]]:
-        """Conditions on a ``notes`` row for everything but the driving topic."""
+        """Conditions on a ``notes`` row for everything but the driving topic.
+
+        ``note_id`` is the SQL expression of the note's id for the topic conditions (default
+        ``{alias}.id``), so that they can be checked without reading the notes row.
+        """
+        nid = note_id or f"{alias}.id"
         where: list[str] = []
         params: list[Any] = []
         if dates and self.date_lo is not None:
@@ -102,14 +107,13 @@ class _Filters:
                 params += [self.path, lo, hi]
         for tid in self.all_others:
             where.append(
-                f"EXISTS (SELECT 1 FROM note_topics x WHERE x.note_id = {alias}.id"
-                " AND x.topic_id = ?)"
+                f"EXISTS (SELECT 1 FROM note_topics x WHERE x.note_id = {nid} AND x.topic_id = ?)"
             )
             params.append(tid)
         if self.exclude:
             marks = ",".join("?" * len(self.exclude))
             where.append(
-                f"NOT EXISTS (SELECT 1 FROM note_topics x WHERE x.note_id = {alias}.id"
+                f"NOT EXISTS (SELECT 1 FROM note_topics x WHERE x.note_id = {nid}"
                 f" AND x.topic_id IN ({marks}))"
             )
             params += self.exclude
@@ -132,8 +136,9 @@ class _Filters:
     def ids_query(self, ordered: bool) -> tuple[str, list[Any]]:
         """SQL selecting matching note ids (``id``, ``day`` columns), newest first if ordered."""
         if self.driver is not None or self.any_ids:
-            # Dates are bounded on note_topics' key, not again on notes.
-            where, params = self.note_conditions("n", dates=False)
+            # Dates are bounded on note_topics' key and topic probes use its note id: only a
+            # path scope needs the notes row.
+            where, params = self.note_conditions("n", dates=False, note_id="nt.note_id")
             conds = []
             p: list[Any] = []
             if self.driver is not None:
@@ -145,7 +150,7 @@ class _Filters:
             if self.date_lo is not None:
                 conds.append("nt.created_at >= ? AND nt.created_at <= ?")
                 p += [self.date_lo, self.date_hi]
-            needs_note = bool(where)
+            needs_note = self.path is not None
             join = " JOIN notes n ON n.id = nt.note_id" if needs_note else ""
             all_where = " AND ".join(conds + where)
             if self.driver is not None:

@@ -226,9 +226,7 @@ class Index:
         for i in range(0, len(paths), 500):
             part = paths[i : i + 500]
             marks = ",".join("?" * len(part))
-            out.update(
-                conn.execute(f"SELECT path, hash FROM notes WHERE path IN ({marks})", part)
-            )
+            out.update(conn.execute(f"SELECT path, hash FROM notes WHERE path IN ({marks})", part))
         return out
 
     def get_fresh(self, path: str) -> Fresh | None:
