@@ -242,7 +242,7 @@ def test_deep_nesting_is_refused(yaml_text: str) -> None:
     fm = parse_frontmatter(split(f"---\n{yaml_text}---\n"))
     assert fm.data == {}
     assert [p.code for p in fm.problems] == ["yaml"]
-    assert "nested" in fm.problems[0].message
+    assert "nest" in fm.problems[0].message  # ours, or PyYAML's own depth limit (6.0.4+)
 
 
 def test_moderate_nesting_is_fine() -> None:
