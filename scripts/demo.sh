@@ -4,7 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install.sh
 VAULT=${1:-examples/vault}
-run() { printf '\n$ %s\n' "$*"; "$@"; }
+run() { printf '\n$'; printf ' %q' "$@"; printf '\n'; "$@"; }
 run .venv/bin/engram index "$VAULT"
 run .venv/bin/engram search "write-ahead log" --vault "$VAULT"
 run .venv/bin/engram search --vault "$VAULT" --tag sqlite --from 2024-01-01 --to 2024-12-31

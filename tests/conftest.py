@@ -17,7 +17,11 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
 def copy_tree(src: Path, dest: Path) -> Path:
+    """Copy a vault for a test to change; the copy is writable even if the source is not."""
     shutil.copytree(src, dest, symlinks=True, ignore=shutil.ignore_patterns("index.sqlite*"))
+    for path in [dest, *dest.rglob("*")]:
+        if not path.is_symlink():
+            path.chmod(path.stat().st_mode | 0o200)
     return dest
 
 
