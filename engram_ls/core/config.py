@@ -83,19 +83,35 @@ def config_from_mapping(raw: Any) -> tuple[EngramConfig, list[str]]:
     return EngramConfig(), warnings
 
 
-def load_config(vault_root: Path) -> tuple[EngramConfig, list[str]]:
-    """Read ``<vault>/.engram/config.yaml`` if present. Never raises for bad content."""
+def read_config_file(vault_root: Path) -> tuple[dict[str, Any], list[str]]:
+    """The raw mapping of ``<vault>/.engram/config.yaml`` ({} when absent or unreadable)."""
     path = vault_root / CONFIG_DIR / CONFIG_FILE
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        return EngramConfig(), []
+        return {}, []
     except (OSError, UnicodeDecodeError) as exc:
-        return EngramConfig(), [f"cannot read {CONFIG_DIR}/{CONFIG_FILE}: {exc}; using defaults"]
+        return {}, [f"cannot read {CONFIG_DIR}/{CONFIG_FILE}: {exc}; using defaults"]
     try:
         raw = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as exc:
-        return EngramConfig(), [
-            f"{CONFIG_DIR}/{CONFIG_FILE} is not valid YAML ({exc}); using defaults"
-        ]
-    return config_from_mapping(raw)
+        return {}, [f"{CONFIG_DIR}/{CONFIG_FILE} is not valid YAML ({exc}); using defaults"]
+    if raw is None:
+        return {}, []
+    if not isinstance(raw, dict):
+        return {}, [f"{CONFIG_DIR}/{CONFIG_FILE} must be a mapping of keys; using defaults"]
+    return raw, []
+
+
+def load_config(
+    vault_root: Path, overrides: dict[str, Any] | None = None
+) -> tuple[EngramConfig, list[str]]:
+    """The config file's keys, with ``overrides`` (e.g. editor settings) on top.
+
+    Never raises for bad content: problems come back as warnings, with defaults in place.
+    """
+    raw, warnings = read_config_file(vault_root)
+    if overrides:
+        raw = {**raw, **{k: v for k, v in overrides.items() if v is not None}}
+    config, more = config_from_mapping(raw)
+    return config, warnings + more

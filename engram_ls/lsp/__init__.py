@@ -1,0 +1,1 @@
+"""The language server adapter: LSP in, core calls, lsprotocol out."""

@@ -1,0 +1,82 @@
+"""Core ↔ LSP conversions and the one mapping of core errors to JSON-RPC errors.
+
+Core lines are 1-based; LSP positions are 0-based. Paths are vault-relative in the core and
+``file://`` URIs in the protocol.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcServerError
+
+from engram_ls.core.errors import (
+    EngramError,
+    IndexUnavailable,
+    InvalidRequest,
+    LimitExceeded,
+    NotFound,
+    OutsideVault,
+    SearchTimeout,
+    UnsupportedMode,
+)
+from engram_ls.core.search import SearchHit, SearchResponse
+
+REQUEST_CANCELLED = -32800
+SERVER_ERROR = -32000
+
+_INVALID_PARAMS = (InvalidRequest, LimitExceeded, OutsideVault, UnsupportedMode, NotFound)
+
+
+def uri_to_path(uri: str) -> Path | None:
+    """The local path of a ``file://`` URI, or None for other schemes."""
+    parsed = urlparse(uri)
+    if parsed.scheme != "file":
+        return None
+    path = unquote(parsed.path)
+    if parsed.netloc and parsed.netloc != "localhost":
+        path = f"//{parsed.netloc}{path}"
+    return Path(os.path.normpath(path))
+
+
+def path_to_uri(path: Path) -> str:
+    return path.absolute().as_uri()
+
+
+def to_jsonrpc_error(exc: EngramError) -> JsonRpcException:
+    """A core error as the JSON-RPC error a client receives, with ``data.code``."""
+    data: dict[str, Any] = {"code": exc.code, **exc.data}
+    if isinstance(exc, _INVALID_PARAMS):
+        return JsonRpcInvalidParams(message=exc.message, data=data)
+    code = SERVER_ERROR - 1 if isinstance(exc, IndexUnavailable) else SERVER_ERROR
+    if isinstance(exc, SearchTimeout):
+        code = REQUEST_CANCELLED
+    err = JsonRpcServerError(exc.message, code)  # type: ignore[no-untyped-call]
+    err.data = data
+    return err
+
+
+def hit_range(hit: SearchHit) -> dict[str, Any]:
+    line = max(hit.line - 1, 0)
+    return {"start": {"line": line, "character": 0}, "end": {"line": line + 1, "character": 0}}
+
+
+def search_result(response: SearchResponse) -> dict[str, Any]:
+    """DESIGN §4 result; each hit also carries the LSP ``range`` of its line."""
+    out = response.to_dict()
+    for item, hit in zip(out["results"], response.results, strict=True):
+        item["range"] = hit_range(hit)
+    return out
+
+
+def lsp_range(line: int | None, text_line: str = "") -> types.Range:
+    """A whole-line range from a 1-based core line (line 1 when unknown)."""
+    zero = max((line or 1) - 1, 0)
+    return types.Range(
+        start=types.Position(line=zero, character=0),
+        end=types.Position(line=zero, character=len(text_line)),
+    )

@@ -1,0 +1,16 @@
+"""One module per capability; each exposes ``register(server)``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from engram_ls.lsp.features import files, search
+
+if TYPE_CHECKING:
+    from engram_ls.lsp.server import EngramLanguageServer
+
+FEATURES: list[Callable[[EngramLanguageServer], None]] = [
+    search.register,
+    files.register,
+]

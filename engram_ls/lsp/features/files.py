@@ -1,0 +1,172 @@
+"""Keeping the index current: saves, file operations, watched files, or our own watcher.
+
+- ``textDocument/didSave``: the note is re-indexed at once (no debounce), so the next
+  ``engram/search`` sees it.
+- ``workspace/didCreateFiles``, ``didRenameFiles``, ``didDeleteFiles`` for notes and folders
+  (a folder rename moves index rows without re-parsing).
+- ``workspace/didChangeWatchedFiles``, registered dynamically when the client can, so edits by
+  git, scripts and agents are seen; when it cannot (e.g. Neovim on Linux), the server watches
+  each vault itself. Events are debounced and applied as batches.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from lsprotocol import types
+
+from engram_ls.core.sync import Change
+from engram_ls.lsp import convert
+
+if TYPE_CHECKING:
+    from engram_ls.lsp.server import EngramLanguageServer
+
+log = logging.getLogger(__name__)
+
+_NOTE_FILTER = types.FileOperationFilter(
+    pattern=types.FileOperationPattern(glob="**/*.md", matches=types.FileOperationPatternKind.File)
+)
+_FOLDER_FILTER = types.FileOperationFilter(
+    pattern=types.FileOperationPattern(glob="**", matches=types.FileOperationPatternKind.Folder)
+)
+FILE_OPERATIONS = types.FileOperationRegistrationOptions(filters=[_NOTE_FILTER, _FOLDER_FILTER])
+WATCH_ID = "engram-watched-files"
+
+
+def _submit(
+    ls: EngramLanguageServer,
+    items: Iterable[tuple[str, str, str | None]],
+    *,
+    debounce: float | None = None,
+) -> None:
+    """Route (kind, uri, new_uri) events to their vaults' queues."""
+    for kind, uri, new_uri in items:
+        found = ls.vault_for_uri(uri)
+        if kind == "renamed" and new_uri is not None:
+            target = ls.vault_for_uri(new_uri)
+            if found is not None and target is not None and target[0] is found[0]:
+                found[0].submit(
+                    [Change("renamed", found[1], target[1])],
+                    **({} if debounce is None else {"debounce": debounce}),
+                )
+                continue
+            # Moved between vaults (or in/out of the workspace): a delete and a create.
+            if found is not None:
+                found[0].submit([Change("deleted", found[1])])
+            if target is not None:
+                target[0].submit([Change("created", target[1])])
+            continue
+        if found is None:
+            continue
+        vault, rel = found
+        if not rel:
+            continue
+        vault.submit(
+            [Change(kind, rel)],  # type: ignore[arg-type]
+            **({} if debounce is None else {"debounce": debounce}),
+        )
+
+
+def register(server: EngramLanguageServer) -> None:
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(ls: EngramLanguageServer, params: types.DidSaveTextDocumentParams) -> None:
+        _submit(ls, [("changed", params.text_document.uri, None)], debounce=0)
+
+    @server.feature(types.WORKSPACE_DID_CREATE_FILES, FILE_OPERATIONS)
+    def did_create(ls: EngramLanguageServer, params: types.CreateFilesParams) -> None:
+        _submit(ls, [("created", f.uri, None) for f in params.files])
+
+    @server.feature(types.WORKSPACE_DID_RENAME_FILES, FILE_OPERATIONS)
+    def did_rename(ls: EngramLanguageServer, params: types.RenameFilesParams) -> None:
+        _submit(ls, [("renamed", f.old_uri, f.new_uri) for f in params.files])
+
+    @server.feature(types.WORKSPACE_DID_DELETE_FILES, FILE_OPERATIONS)
+    def did_delete(ls: EngramLanguageServer, params: types.DeleteFilesParams) -> None:
+        _submit(ls, [("deleted", f.uri, None) for f in params.files])
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    def did_change_watched(
+        ls: EngramLanguageServer, params: types.DidChangeWatchedFilesParams
+    ) -> None:
+        kinds = {
+            types.FileChangeType.Created: "created",
+            types.FileChangeType.Changed: "changed",
+            types.FileChangeType.Deleted: "deleted",
+        }
+        _submit(ls, [(kinds[c.type], c.uri, None) for c in params.changes])
+
+    async def start_watching() -> None:
+        if server.supports("workspace", "did_change_watched_files", "dynamic_registration"):
+            await _register_watchers(server)
+        else:
+            _watch_ourselves(server)
+
+    server.on_started.append(start_watching)
+
+
+def _watch_ourselves(ls: EngramLanguageServer) -> None:
+    for vault in ls.vaults:
+        ls.watchers.append(asyncio.ensure_future(_watch(ls, vault.root)))
+
+
+async def _register_watchers(ls: EngramLanguageServer) -> None:
+    options = types.DidChangeWatchedFilesRegistrationOptions(
+        watchers=[
+            types.FileSystemWatcher(glob_pattern="**/*.md"),
+            types.FileSystemWatcher(
+                glob_pattern="**/*",
+                kind=types.WatchKind.Create | types.WatchKind.Delete,
+            ),
+        ]
+    )
+    try:
+        await ls.client_register_capability_async(
+            types.RegistrationParams(
+                registrations=[
+                    types.Registration(
+                        id=WATCH_ID,
+                        method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                        register_options=options,
+                    )
+                ]
+            )
+        )
+    except Exception as exc:
+        log.warning("the client refused file watching (%s); watching the vaults ourselves", exc)
+        _watch_ourselves(ls)
+
+
+def _interesting(path: str) -> bool:
+    parts = Path(path).parts
+    if any(p.startswith(".") or p == "node_modules" for p in parts):
+        return False
+    name = parts[-1] if parts else ""
+    return name.endswith(".md") or "." not in name or os.path.isdir(path)
+
+
+async def _watch(ls: EngramLanguageServer, root: Path) -> None:
+    """Watch a vault for changes made outside the editor (when the client cannot)."""
+    try:
+        from watchfiles import Change as WChange
+        from watchfiles import awatch
+    except ImportError:  # pragma: no cover - watchfiles is a dependency
+        log.warning("watchfiles is not installed; changes made outside the editor are missed")
+        return
+    kinds = {WChange.added: "created", WChange.modified: "changed", WChange.deleted: "deleted"}
+    rel_root = str(root)
+
+    def keep(change: WChange, path: str) -> bool:
+        return _interesting(os.path.relpath(path, rel_root))
+
+    with contextlib.suppress(asyncio.CancelledError):
+        async for batch in awatch(root, watch_filter=keep, debounce=50, step=20, recursive=True):
+            _submit(
+                ls,
+                [(kinds[c], convert.path_to_uri(Path(p)), None) for c, p in sorted(batch)],
+            )

@@ -1,0 +1,87 @@
+"""``engram/search`` and ``engram/status``: the core search service over JSON-RPC.
+
+``engram/search`` takes the DESIGN §4 request (plus an optional ``uri`` of a note or folder
+to pick the vault when the workspace has several) and returns the §4 result; each hit also
+carries an LSP ``range``. ``engram/status`` returns each vault's index state. A bad request is
+a ``-32602`` error whose ``data.code`` is the Engram error code; ``$/cancelRequest`` stops a
+running search.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import TYPE_CHECKING, Any
+
+from pygls.exceptions import JsonRpcInvalidParams
+
+from engram_ls.core.errors import EngramError
+from engram_ls.lsp import convert
+
+if TYPE_CHECKING:
+    from engram_ls.lsp.server import EngramLanguageServer
+    from engram_ls.lsp.vaults import Vault
+
+SEARCH = "engram/search"
+STATUS = "engram/status"
+
+
+def _pick_vault(ls: EngramLanguageServer, params: dict[str, Any]) -> Vault:
+    uri = params.pop("uri", None)
+    if uri is not None:
+        found = ls.vault_for_uri(str(uri))
+        if found is None:
+            raise JsonRpcInvalidParams(
+                message=f"{uri} is in no workspace folder",
+                data={"code": "ENGRAM_OUTSIDE_VAULT"},
+            )
+        vault, rel = found
+        if rel and "path" not in params and not rel.endswith(".md"):
+            params["path"] = rel
+        return vault
+    vaults = list(ls.vaults)
+    if not vaults:
+        raise JsonRpcInvalidParams(
+            message="no workspace folder is open", data={"code": "ENGRAM_NOT_FOUND"}
+        )
+    first: Vault = vaults[0]
+    return first
+
+
+def register(server: EngramLanguageServer) -> None:
+    @server.feature(SEARCH)
+    async def search(ls: EngramLanguageServer, params: Any) -> dict[str, Any]:
+        if params is None:
+            params = {}
+        if not isinstance(params, dict):
+            raise JsonRpcInvalidParams(
+                message="engram/search params must be an object",
+                data={"code": "ENGRAM_INVALID_REQUEST"},
+            )
+        params = dict(params)
+        vault = _pick_vault(ls, params)
+        await vault.settled()
+        cancel = threading.Event()
+        try:
+            response = await ls.run(lambda: vault.engram.search(params, cancel=cancel))
+        except asyncio.CancelledError:
+            cancel.set()
+            raise
+        except EngramError as exc:
+            raise convert.to_jsonrpc_error(exc) from None
+        return convert.search_result(response)
+
+    @server.feature(STATUS)
+    async def status(ls: EngramLanguageServer, params: Any) -> dict[str, Any]:
+        vaults = []
+        for vault in ls.vaults:
+            st = await ls.run(vault.engram.status)
+            vaults.append(
+                {
+                    "root": str(vault.root),
+                    "uri": convert.path_to_uri(vault.root),
+                    "building": vault.building,
+                    **st.to_dict(),
+                }
+            )
+        return {"vaults": vaults}

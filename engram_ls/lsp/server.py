@@ -1,0 +1,246 @@
+"""``engram-ls``: the language server. ``create_server()`` builds it; ``main()`` runs it.
+
+Lifecycle: ``initialize`` records the workspace folders and the ``initializationOptions``
+(the config file's keys); ``initialized`` asks for the ``engram`` configuration section, opens
+each vault's index and builds or reconciles it in the background with work-done progress, then
+starts keeping it current (file operations, watched files, or the server's own watcher).
+Every capability lives in its own module under ``features/``, registered here once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any, TypeVar
+
+import cattrs
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import (
+    JsonRPCNotification,
+    JsonRPCRequestMessage,
+    JsonRPCResponseMessage,
+    default_converter,
+)
+
+from engram_ls import __version__
+from engram_ls.core.sync import SyncReport
+from engram_ls.lsp import convert
+from engram_ls.lsp.vaults import Vault, Vaults
+
+log = logging.getLogger("engram_ls.lsp")
+T = TypeVar("T")
+CONFIG_SECTION = "engram"
+
+
+def _plain(obj: Any, cls: type) -> Any:
+    return cls(**obj)
+
+
+def converter_factory() -> cattrs.Converter:
+    """lsprotocol's converter, but custom requests keep their params/results as plain dicts."""
+    converter: cattrs.Converter = default_converter()  # type: ignore[no-untyped-call]
+    for cls in (JsonRPCRequestMessage, JsonRPCResponseMessage, JsonRPCNotification):
+        converter.register_structure_hook(cls, _plain)
+    return converter
+
+
+class EngramLanguageServer(LanguageServer):
+    """The server object: protocol plumbing from pygls plus the session's vaults."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "engram-ls",
+            __version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            converter_factory=converter_factory,
+        )
+        self.vaults = Vaults(self.run)
+        self.settings: dict[str, Any] = {}
+        self.roots: list[Path] = []
+        self.watchers: list[asyncio.Future[None]] = []
+        """Background watcher tasks, cancelled at shutdown."""
+        self.on_started: list[Callable[[], Awaitable[None]]] = []
+        """Run once the vaults exist (their builds may still be going on)."""
+        self.on_vault_ready: list[Callable[[Vault], None]] = []
+        """Called when a vault's first build or reconcile has finished."""
+        self.on_changes_applied: list[Callable[[Vault, SyncReport], None]] = []
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run blocking core work (SQLite, file reads) off the event loop."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.thread_pool, partial(fn, *args))
+
+    # -- helpers for features --------------------------------------------------------------
+
+    def vault_for_uri(self, uri: str) -> tuple[Vault, str] | None:
+        path = convert.uri_to_path(uri)
+        return self.vaults.for_path(path) if path is not None else None
+
+    def supports(self, *names: str) -> bool:
+        """Whether the client declared a nested capability, e.g. ``supports("window",
+        "work_done_progress")``."""
+        node: Any = self.client_capabilities
+        for name in names:
+            node = getattr(node, name, None)
+            if node is None:
+                return False
+        return bool(node)
+
+    def message(self, text: str, kind: types.MessageType = types.MessageType.Warning) -> None:
+        self.window_show_message(types.ShowMessageParams(type=kind, message=text))
+
+    # -- startup ---------------------------------------------------------------------------
+
+    async def start_vaults(self) -> None:
+        settings = dict(self.settings)
+        if self.supports("workspace", "configuration"):
+            try:
+                items = [types.ConfigurationItem(section=CONFIG_SECTION)]
+                result = await self.workspace_configuration_async(
+                    types.ConfigurationParams(items=items)
+                )
+                if result and isinstance(result[0], dict):
+                    settings.update(result[0])
+            except Exception as exc:  # a client that fails the request: keep going
+                log.warning("workspace/configuration failed: %s", exc)
+        for vault in self.vaults.setup(self.roots, settings):
+            for warning in vault.warnings:
+                self.message(f"Engram ({vault.root.name}): {warning}")
+            vault.on_applied = self._applied
+            vault.build = asyncio.ensure_future(self._build(vault))
+        for started in self.on_started:
+            await started()
+
+    def _applied(self, vault: Vault, report: SyncReport) -> None:
+        for callback in self.on_changes_applied:
+            callback(vault, report)
+
+    async def _build(self, vault: Vault) -> SyncReport | None:
+        await self.run(vault.engram.open)
+        if vault.engram.unavailable:
+            self.message(
+                f"Engram: the index of {vault.root} cannot be used ({vault.engram.unavailable});"
+                " searches read the files directly."
+            )
+            return None
+        token: str | None = None
+        if self.supports("window", "work_done_progress"):
+            token = f"engram-build-{uuid.uuid4().hex}"
+            try:
+                await self.work_done_progress.create_async(token)
+                self.work_done_progress.begin(
+                    token,
+                    types.WorkDoneProgressBegin(
+                        title=f"Engram: indexing {vault.root.name}",
+                        percentage=0,
+                        cancellable=False,
+                    ),
+                )
+            except Exception:
+                token = None
+        loop = asyncio.get_running_loop()
+        last = [-1]
+
+        def progress(done: int, total: int) -> None:
+            pct = int(100 * done / max(total, 1))
+            if token is None or pct == last[0]:
+                return
+            last[0] = pct
+            report = types.WorkDoneProgressReport(message=f"{done}/{total} notes", percentage=pct)
+            loop.call_soon_threadsafe(self.work_done_progress.report, token, report)
+
+        result: SyncReport | None = None
+        try:
+            result = await self.run(partial(vault.engram.sync, progress=progress))
+        except Exception as exc:
+            log.exception("building the index of %s failed", vault.root)
+            self.message(f"Engram: indexing {vault.root} failed: {exc}", types.MessageType.Error)
+        finally:
+            if token is not None:
+                status = await self.run(vault.engram.status)
+                self.work_done_progress.end(
+                    token,
+                    types.WorkDoneProgressEnd(message=f"{status.notes} notes, {status.state}"),
+                )
+        for callback in self.on_vault_ready:
+            callback(vault)
+        return result
+
+    def stop_all(self) -> None:
+        for task in self.watchers:
+            task.cancel()
+        self.watchers.clear()
+        self.vaults.close()
+
+
+def _roots(params: types.InitializeParams) -> list[Path]:
+    uris: list[str] = []
+    if params.workspace_folders:
+        uris = [f.uri for f in params.workspace_folders]
+    elif params.root_uri:
+        uris = [params.root_uri]
+    elif params.root_path:
+        return [Path(params.root_path)]
+    return [p for p in (convert.uri_to_path(u) for u in uris) if p is not None]
+
+
+def create_server() -> EngramLanguageServer:
+    """Build a server with every feature registered (no global state)."""
+    from engram_ls.lsp.features import FEATURES
+
+    server = EngramLanguageServer()
+
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: EngramLanguageServer, params: types.InitializeParams) -> None:
+        ls.roots = _roots(params)
+        options = params.initialization_options
+        ls.settings = dict(options) if isinstance(options, dict) else {}
+
+    @server.feature(types.INITIALIZED)
+    async def initialized(ls: EngramLanguageServer, params: types.InitializedParams) -> None:
+        await ls.start_vaults()
+
+    @server.feature(types.SHUTDOWN)
+    def shutdown(ls: EngramLanguageServer, params: None) -> None:
+        ls.stop_all()
+
+    for register in FEATURES:
+        register(server)
+    return server
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="engram-ls", description="The Engram language server (stdio by default)."
+    )
+    parser.add_argument("--stdio", action="store_true", help="serve over stdin/stdout (default)")
+    parser.add_argument("--tcp", metavar="HOST:PORT", help="serve over TCP instead")
+    parser.add_argument("--log-level", default="WARNING", help="log level on stderr")
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=getattr(logging, str(args.log_level).upper(), logging.WARNING),
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+    )
+    server = create_server()
+    try:
+        if args.tcp:
+            host, _, port = args.tcp.rpartition(":")
+            if not host or not port.isdigit():
+                parser.error("--tcp needs HOST:PORT, e.g. 127.0.0.1:2087")
+            server.start_tcp(host, int(port))
+        else:
+            server.start_io()
+    finally:
+        server.stop_all()
+    return 0
+
+
+__all__ = ["EngramLanguageServer", "create_server", "main"]

@@ -1,0 +1,147 @@
+"""The vaults of a language server session: one per workspace folder.
+
+Each vault has its own ``Engram`` (index, sync, search). Changes reported by the editor or the
+watcher are queued per vault and applied in debounced batches by one task, in order; a search
+first waits for the queue to drain (except while the first build runs: then the scan path
+answers from the files themselves), so a saved note is visible to the next ``engram/search``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from engram_ls.core.config import EngramConfig, load_config
+from engram_ls.core.errors import EngramError
+from engram_ls.core.service import Engram
+from engram_ls.core.sync import Change, SyncReport
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+Runner = Callable[..., Awaitable[Any]]
+
+DEBOUNCE_S = 0.05
+"""Quiet time before a batch of watcher or file-operation events is applied."""
+
+
+class Vault:
+    """One workspace folder and its index, with an ordered, debounced change queue."""
+
+    def __init__(self, root: Path, engram: Engram, run: Runner, warnings: list[str]) -> None:
+        self.root = root
+        self.engram = engram
+        self.warnings = warnings
+        self._run = run
+        self._pending: list[Change] = []
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._flusher: asyncio.Task[None] | None = None
+        self.build: asyncio.Task[SyncReport | None] | None = None
+        self.on_applied: Callable[[Vault, SyncReport], None] | None = None
+
+    @property
+    def config(self) -> EngramConfig:
+        return self.engram.config
+
+    @property
+    def building(self) -> bool:
+        return self.build is not None and not self.build.done()
+
+    def submit(self, changes: Sequence[Change], *, debounce: float = DEBOUNCE_S) -> None:
+        """Queue changes; they are applied in order, batched after ``debounce`` seconds."""
+        if not changes:
+            return
+        self._pending.extend(changes)
+        self._idle.clear()
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.ensure_future(self._flush(debounce))
+
+    async def _flush(self, debounce: float) -> None:
+        try:
+            while self._pending:
+                if debounce:
+                    await asyncio.sleep(debounce)
+                batch, self._pending = self._pending, []
+                try:
+                    report = await self._run(self.engram.apply_changes, batch)
+                except EngramError as exc:
+                    log.warning("could not apply %d changes in %s: %s", len(batch), self.root, exc)
+                    continue
+                if self.on_applied is not None:
+                    self.on_applied(self, report)
+        finally:
+            self._idle.set()
+
+    async def settled(self) -> None:
+        """Wait until queued changes are in the index (not while the first build runs)."""
+        if not self.building:
+            await self._idle.wait()
+
+    def close(self) -> None:
+        if self._flusher is not None:
+            self._flusher.cancel()
+        if self.build is not None:
+            self.build.cancel()
+        self.engram.close()
+
+
+class Vaults:
+    """Every vault of the session; a path belongs to the deepest vault containing it."""
+
+    def __init__(self, run: Runner) -> None:
+        self._run = run
+        self._by_root: dict[Path, Vault] = {}
+
+    def __iter__(self) -> Any:
+        return iter(list(self._by_root.values()))
+
+    def __len__(self) -> int:
+        return len(self._by_root)
+
+    def setup(self, roots: Sequence[Path], settings: dict[str, Any] | None = None) -> list[Vault]:
+        """Create a vault per root (existing folders only); nested roots are excluded from
+        the vaults that contain them."""
+        roots = sorted({r.resolve() for r in roots if r.is_dir()})
+        created = []
+        for root in roots:
+            if root in self._by_root:
+                continue
+            nested = [
+                r.relative_to(root).as_posix() + "/**"
+                for r in roots
+                if r != root and r.is_relative_to(root)
+            ]
+            config, warnings = load_config(root, settings)
+            if nested:
+                config = config.model_copy(update={"exclude": (*config.exclude, *nested)})
+            engram = Engram(root, config=config)
+            vault = Vault(root, engram, self._run, warnings)
+            self._by_root[root] = vault
+            created.append(vault)
+        return created
+
+    def remove(self, root: Path) -> None:
+        vault = self._by_root.pop(root.resolve(), None)
+        if vault is not None:
+            vault.close()
+
+    def for_path(self, path: Path) -> tuple[Vault, str] | None:
+        """The deepest vault containing ``path`` and the vault-relative path."""
+        path = path.parent.resolve() / path.name if path.name else path.resolve()
+        best: Vault | None = None
+        for root, vault in self._by_root.items():
+            if (path == root or path.is_relative_to(root)) and (
+                best is None or len(root.parts) > len(best.root.parts)
+            ):
+                best = vault
+        if best is None:
+            return None
+        return best, path.relative_to(best.root).as_posix()
+
+    def close(self) -> None:
+        for vault in list(self._by_root.values()):
+            vault.close()
+        self._by_root.clear()

@@ -1,0 +1,160 @@
+"""engram/search, engram/status and keeping the index current, through the real server."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pytest_lsp import LanguageClient
+
+from tests.conftest import DATA, EXAMPLE
+from tests.lsp.conftest import paths, request, search, start, wait_ready
+
+
+async def test_search_and_status(
+    client: LanguageClient, preset: str, copy: Callable[[Path, str], Path]
+) -> None:
+    root = copy(EXAMPLE, "example")
+    await start(client, [root], preset)
+    status = await wait_ready(client)
+    assert status["vaults"][0]["notes"] == 31
+    result = await search(client, tags=["sqlite"], date_from="2024-01-01", date_to="2024-12-31")
+    assert result["total"] == 5
+    assert result["index"]["served_by"] == "index"
+    hit = result["results"][0]
+    assert hit["uri"].startswith("file://") and hit["range"]["start"]["line"] == hit["line"] - 1
+    text = await search(client, query="write-ahead log")
+    assert "reference/sqlite.md" in paths(text)
+    assert client.progress_reports, "a work-done progress was reported for the build"
+
+
+@pytest.mark.parametrize(
+    ("params", "code"),
+    [
+        pytest.param(
+            {"query": "x", "date_from": "2024-13-01"}, "ENGRAM_INVALID_REQUEST", id="date"
+        ),
+        pytest.param({"query": "x", "mode": "semantic"}, "ENGRAM_UNSUPPORTED_MODE", id="semantic"),
+        pytest.param({"query": "x", "path": "../.."}, "ENGRAM_OUTSIDE_VAULT", id="traversal"),
+        pytest.param({"query": "x" * 5000}, "ENGRAM_LIMIT", id="long"),
+        pytest.param({"query": "x", "bogus": True}, "ENGRAM_INVALID_REQUEST", id="unknown-field"),
+        pytest.param({"query": "(", "mode": "regex"}, "ENGRAM_INVALID_REQUEST", id="regex"),
+    ],
+)
+async def test_bad_requests_are_invalid_params(
+    client: LanguageClient, copy: Callable[[Path, str], Path], params: dict, code: str
+) -> None:
+    root = copy(DATA / "tags", "tags")
+    await start(client, [root], "visual-studio-code")
+    await wait_ready(client)
+    with pytest.raises(JsonRpcException) as info:
+        await request(client, "engram/search", params)
+    err = info.value
+    assert err.code == -32602
+    assert err.data["code"] == code  # type: ignore[index]
+    # the server keeps serving
+    assert (await search(client, tags=["python"]))["total"] == 3
+
+
+async def test_save_is_visible_to_next_search(
+    client: LanguageClient, preset: str, copy: Callable[[Path, str], Path]
+) -> None:
+    root = copy(DATA / "tags", "tags")
+    await start(client, [root], preset)
+    await wait_ready(client)
+    note = root / "e-python.md"
+    note.write_text("---\ntags: [python, kiwi]\ndate: 2023-12-31\n---\nzanzibar\n", "utf-8")
+    client.text_document_did_save(
+        types.DidSaveTextDocumentParams(
+            text_document=types.TextDocumentIdentifier(uri=note.as_uri())
+        )
+    )
+    result = await search(client, query="zanzibar")
+    assert paths(result) == ["e-python.md"]
+    assert (await search(client, tags=["kiwi"]))["total"] == 1
+
+
+async def test_folder_rename_via_did_rename_files(
+    client: LanguageClient, copy: Callable[[Path, str], Path]
+) -> None:
+    root = copy(EXAMPLE, "example")
+    await start(client, [root], "visual-studio-code")
+    await wait_ready(client)
+    before = paths(await search(client, path="meetings/2024", limit=100))
+    assert len(before) == 5
+    os.rename(root / "meetings" / "2024", root / "meetings" / "year-2024")
+    client.workspace_did_rename_files(
+        types.RenameFilesParams(
+            files=[
+                types.FileRename(
+                    old_uri=(root / "meetings" / "2024").as_uri(),
+                    new_uri=(root / "meetings" / "year-2024").as_uri(),
+                )
+            ]
+        )
+    )
+    await asyncio.sleep(0.2)
+    assert (await search(client, path="meetings/2024"))["total"] == 0
+    after = paths(await search(client, path="meetings/year-2024", limit=100))
+    assert after == [p.replace("meetings/2024/", "meetings/year-2024/") for p in before]
+
+
+async def test_file_written_without_notification_is_found(
+    client: LanguageClient, preset: str, copy: Callable[[Path, str], Path]
+) -> None:
+    """Neovim: the server's own watcher. VS Code: the dynamically registered watcher, whose
+    events this test client sends as VS Code would."""
+    root = copy(DATA / "tags", "tags")
+    await start(client, [root], preset)
+    await wait_ready(client)
+    (root / "sub").mkdir()
+    new = root / "sub" / "from-git.md"
+    new.write_text("---\ntags: [gitborne]\n---\nwritten by a script\n", "utf-8")
+    if preset == "visual-studio-code":
+        registered = client.registered  # type: ignore[attr-defined]
+        assert any(r.method == types.WORKSPACE_DID_CHANGE_WATCHED_FILES for r in registered)
+        client.workspace_did_change_watched_files(
+            types.DidChangeWatchedFilesParams(
+                changes=[types.FileEvent(uri=new.as_uri(), type=types.FileChangeType.Created)]
+            )
+        )
+    loop = asyncio.get_running_loop()
+    end = loop.time() + 2.0
+    while (await search(client, tags=["gitborne"]))["total"] != 1:
+        assert loop.time() < end, "not found within 2 s"
+        await asyncio.sleep(0.05)
+    shutil.rmtree(root / "sub")
+    if preset == "visual-studio-code":
+        client.workspace_did_change_watched_files(
+            types.DidChangeWatchedFilesParams(
+                changes=[
+                    types.FileEvent(uri=(root / "sub").as_uri(), type=types.FileChangeType.Deleted)
+                ]
+            )
+        )
+    end = loop.time() + 2.0
+    while (await search(client, tags=["gitborne"]))["total"] != 0:
+        assert loop.time() < end, "deletion not seen within 2 s"
+        await asyncio.sleep(0.05)
+
+
+async def test_multi_root_and_nested(
+    client: LanguageClient, copy: Callable[[Path, str], Path]
+) -> None:
+    a = copy(DATA / "tags", "a")
+    b = copy(EXAMPLE, "b")
+    nested = copy(DATA / "hostile", "a/inner")
+    await start(client, [a, b, nested], "visual-studio-code")
+    status = await wait_ready(client)
+    counts = {Path(v["root"]).name: v["notes"] for v in status["vaults"]}
+    assert counts == {"a": 9, "b": 31, "inner": 5}  # inner's notes belong to inner only
+    r = await request(client, "engram/search", {"tags": ["hostile"], "uri": nested.as_uri()})
+    assert r["total"] == 5
+    r = await request(client, "engram/search", {"tags": ["sqlite"], "uri": b.as_uri()})
+    assert r["total"] == 9
