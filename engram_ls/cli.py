@@ -355,7 +355,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-sync", action="store_true", help="do not bring the index up to date first")
     common(p)
     p.set_defaults(func=cmd_topics)
+    p = sub.add_parser(
+        "lsp",
+        help="run the language server (engram-ls)",
+        description="Run the Engram language server; the same as the engram-ls command.",
+    )
+    p.add_argument("--stdio", action="store_true", help="serve over stdin/stdout (default)")
+    p.add_argument("--tcp", metavar="HOST:PORT", help="serve over TCP instead")
+    p.add_argument("--log-level", default="WARNING", help="log level on stderr")
+    p.set_defaults(func=cmd_lsp)
     return parser
+
+
+def cmd_lsp(args: argparse.Namespace) -> int:
+    from engram_ls.lsp.server import main as lsp_main
+
+    argv = ["--log-level", args.log_level]
+    if args.tcp:
+        argv += ["--tcp", args.tcp]
+    return lsp_main(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

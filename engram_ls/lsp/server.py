@@ -63,6 +63,7 @@ class EngramLanguageServer(LanguageServer):
         )
         self.vaults = Vaults(self.run)
         self.settings: dict[str, Any] = {}
+        self._setup: asyncio.Future[None] | None = None
         self.roots: list[Path] = []
         self.watchers: list[asyncio.Future[None]] = []
         """Background watcher tasks, cancelled at shutdown."""
@@ -71,6 +72,11 @@ class EngramLanguageServer(LanguageServer):
         self.on_vault_ready: list[Callable[[Vault], None]] = []
         """Called when a vault's first build or reconcile has finished."""
         self.on_changes_applied: list[Callable[[Vault, SyncReport], None]] = []
+
+    async def ready(self) -> None:
+        """Wait until the vaults exist (after ``initialized``); their builds may still run."""
+        if self._setup is not None and not self._setup.done():
+            await asyncio.shield(self._setup)
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """Run blocking core work (SQLite, file reads) off the event loop."""
@@ -205,7 +211,8 @@ def create_server() -> EngramLanguageServer:
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: EngramLanguageServer, params: types.InitializedParams) -> None:
-        await ls.start_vaults()
+        ls._setup = asyncio.ensure_future(ls.start_vaults())
+        await ls._setup
 
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: EngramLanguageServer, params: None) -> None:

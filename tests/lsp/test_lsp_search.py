@@ -158,3 +158,26 @@ async def test_multi_root_and_nested(
     assert r["total"] == 5
     r = await request(client, "engram/search", {"tags": ["sqlite"], "uri": b.as_uri()})
     assert r["total"] == 9
+
+
+async def test_cancel_request_stops_a_long_search(
+    client: LanguageClient, generated: Callable[..., Path], tmp_path: Path
+) -> None:
+    root = generated(4000)
+    blocker = tmp_path / "blocker"
+    blocker.write_text("not a folder", "utf-8")
+    # No usable index: every search is a scan of 4,000 files, long enough to cancel.
+    await start(client, [root], "neovim", {"index_path": str(blocker / "index.sqlite")})
+    msg_id = "long-search"
+    # send_request (not the async variant, which only sends once awaited)
+    future = asyncio.wrap_future(
+        client.protocol.send_request("engram/search", {"query": "index"}, msg_id=msg_id)
+    )
+    await asyncio.sleep(0.2)
+    client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
+    with pytest.raises(JsonRpcException) as info:
+        await asyncio.wait_for(future, 10)
+    assert info.value.code == -32800
+    status = await request(client, "engram/status", {})
+    assert status["vaults"][0]["state"] == "failed"  # the index could not be created
+    assert client.messages, "the user was told the index cannot be used"

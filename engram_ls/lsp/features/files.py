@@ -39,13 +39,14 @@ FILE_OPERATIONS = types.FileOperationRegistrationOptions(filters=[_NOTE_FILTER, 
 WATCH_ID = "engram-watched-files"
 
 
-def _submit(
+async def _submit(
     ls: EngramLanguageServer,
     items: Iterable[tuple[str, str, str | None]],
     *,
     debounce: float | None = None,
 ) -> None:
     """Route (kind, uri, new_uri) events to their vaults' queues."""
+    await ls.ready()
     for kind, uri, new_uri in items:
         found = ls.vault_for_uri(uri)
         if kind == "renamed" and new_uri is not None:
@@ -75,23 +76,23 @@ def _submit(
 
 def register(server: EngramLanguageServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
-    def did_save(ls: EngramLanguageServer, params: types.DidSaveTextDocumentParams) -> None:
-        _submit(ls, [("changed", params.text_document.uri, None)], debounce=0)
+    async def did_save(ls: EngramLanguageServer, params: types.DidSaveTextDocumentParams) -> None:
+        await _submit(ls, [("changed", params.text_document.uri, None)], debounce=0)
 
     @server.feature(types.WORKSPACE_DID_CREATE_FILES, FILE_OPERATIONS)
-    def did_create(ls: EngramLanguageServer, params: types.CreateFilesParams) -> None:
-        _submit(ls, [("created", f.uri, None) for f in params.files])
+    async def did_create(ls: EngramLanguageServer, params: types.CreateFilesParams) -> None:
+        await _submit(ls, [("created", f.uri, None) for f in params.files])
 
     @server.feature(types.WORKSPACE_DID_RENAME_FILES, FILE_OPERATIONS)
-    def did_rename(ls: EngramLanguageServer, params: types.RenameFilesParams) -> None:
-        _submit(ls, [("renamed", f.old_uri, f.new_uri) for f in params.files])
+    async def did_rename(ls: EngramLanguageServer, params: types.RenameFilesParams) -> None:
+        await _submit(ls, [("renamed", f.old_uri, f.new_uri) for f in params.files])
 
     @server.feature(types.WORKSPACE_DID_DELETE_FILES, FILE_OPERATIONS)
-    def did_delete(ls: EngramLanguageServer, params: types.DeleteFilesParams) -> None:
-        _submit(ls, [("deleted", f.uri, None) for f in params.files])
+    async def did_delete(ls: EngramLanguageServer, params: types.DeleteFilesParams) -> None:
+        await _submit(ls, [("deleted", f.uri, None) for f in params.files])
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
-    def did_change_watched(
+    async def did_change_watched(
         ls: EngramLanguageServer, params: types.DidChangeWatchedFilesParams
     ) -> None:
         kinds = {
@@ -99,7 +100,7 @@ def register(server: EngramLanguageServer) -> None:
             types.FileChangeType.Changed: "changed",
             types.FileChangeType.Deleted: "deleted",
         }
-        _submit(ls, [(kinds[c.type], c.uri, None) for c in params.changes])
+        await _submit(ls, [(kinds[c.type], c.uri, None) for c in params.changes])
 
     async def start_watching() -> None:
         if server.supports("workspace", "did_change_watched_files", "dynamic_registration"):
@@ -166,7 +167,7 @@ async def _watch(ls: EngramLanguageServer, root: Path) -> None:
 
     with contextlib.suppress(asyncio.CancelledError):
         async for batch in awatch(root, watch_filter=keep, debounce=50, step=20, recursive=True):
-            _submit(
+            await _submit(
                 ls,
                 [(kinds[c], convert.path_to_uri(Path(p)), None) for c, p in sorted(batch)],
             )

@@ -59,6 +59,7 @@ def register(server: EngramLanguageServer) -> None:
                 data={"code": "ENGRAM_INVALID_REQUEST"},
             )
         params = dict(params)
+        await ls.ready()
         vault = _pick_vault(ls, params)
         await vault.settled()
         cancel = threading.Event()
@@ -73,6 +74,7 @@ def register(server: EngramLanguageServer) -> None:
 
     @server.feature(STATUS)
     async def status(ls: EngramLanguageServer, params: Any) -> dict[str, Any]:
+        await ls.ready()
         vaults = []
         for vault in ls.vaults:
             st = await ls.run(vault.engram.status)
