@@ -183,7 +183,7 @@ class EngramLanguageServer(LanguageServer):
         for task in self.watchers:
             task.cancel()
         self.watchers.clear()
-        self.vaults.close()
+        self.vaults.stop()
 
 
 def _roots(params: types.InitializeParams) -> list[Path]:

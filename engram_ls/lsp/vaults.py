@@ -80,12 +80,13 @@ class Vault:
         if not self.building:
             await self._idle.wait()
 
-    def close(self) -> None:
+    def stop(self) -> None:
+        """Stop background work. SQLite connections are left to the threads that own them
+        (closing one while a pool thread uses it can crash the process)."""
         if self._flusher is not None:
             self._flusher.cancel()
         if self.build is not None:
             self.build.cancel()
-        self.engram.close()
 
 
 class Vaults:
@@ -126,7 +127,7 @@ class Vaults:
     def remove(self, root: Path) -> None:
         vault = self._by_root.pop(root.resolve(), None)
         if vault is not None:
-            vault.close()
+            vault.stop()
 
     def for_path(self, path: Path) -> tuple[Vault, str] | None:
         """The deepest vault containing ``path`` and the vault-relative path."""
@@ -141,7 +142,6 @@ class Vaults:
             return None
         return best, path.relative_to(best.root).as_posix()
 
-    def close(self) -> None:
+    def stop(self) -> None:
         for vault in list(self._by_root.values()):
-            vault.close()
-        self._by_root.clear()
+            vault.stop()

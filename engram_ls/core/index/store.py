@@ -73,7 +73,7 @@ class Index:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._local = threading.local()
-        self._all: list[sqlite3.Connection] = []
+        self._epoch = 0
         self._lock = threading.Lock()
         self._inode: int | None = None
         self.rebuilt_reason: str | None = None
@@ -170,22 +170,31 @@ class Index:
     # -- connections -----------------------------------------------------------------------
 
     def conn(self) -> sqlite3.Connection:
+        """This thread's connection, opened on first use and after every ``close``."""
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is not None and getattr(self._local, "epoch", None) != self._epoch:
+            with contextlib.suppress(sqlite3.Error):
+                conn.close()  # ours, opened before the last close(): safe to close here
+            conn = None
         if conn is None:
             conn = db.connect(self.path)
             self._local.conn = conn
-            with self._lock:
-                self._all.append(conn)
+            self._local.epoch = self._epoch
         return conn
 
     def close(self) -> None:
-        """Close every thread's connection (they reconnect on next use)."""
+        """Close this thread's connection; every other thread reopens on its next use.
+
+        A connection is only ever closed by the thread that uses it: closing one that
+        another thread is using can crash the process.
+        """
         with self._lock:
-            conns, self._all = self._all, []
-        for conn in conns:
+            self._epoch += 1
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is not None:
             with contextlib.suppress(sqlite3.Error):
                 conn.close()
-        self._local = threading.local()
+            self._local.conn = None
 
     # -- reading ---------------------------------------------------------------------------
 
