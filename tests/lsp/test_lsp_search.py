@@ -181,3 +181,57 @@ async def test_cancel_request_stops_a_long_search(
     status = await request(client, "engram/status", {})
     assert status["vaults"][0]["state"] == "failed"  # the index could not be created
     assert client.messages, "the user was told the index cannot be used"
+
+
+async def test_bad_settings_are_reported_and_defaults_used(
+    client: LanguageClient, copy: Callable[[Path, str], Path]
+) -> None:
+    root = copy(DATA / "tags", "tags")
+    await start(client, [root], "visual-studio-code", {"topic_keys": 5, "inline_tags": False})
+    await wait_ready(client)
+    assert any("topic_keys" in m.message for m in client.messages)
+    # topic_keys fell back to its default; the valid key still applies
+    assert (await search(client, tags=["memory"]))["total"] == 4
+
+
+async def test_file_operations_create_and_delete(
+    client: LanguageClient, copy: Callable[[Path, str], Path]
+) -> None:
+    root = copy(DATA / "tags", "tags")
+    await start(client, [root], "visual-studio-code")
+    await wait_ready(client)
+    folder = root / "new"
+    folder.mkdir()
+    (folder / "one.md").write_text("---\ntags: [fresh]\n---\none\n", "utf-8")
+    (folder / "two.md").write_text("---\ntags: [fresh]\n---\ntwo\n", "utf-8")
+    single = root / "single.md"
+    single.write_text("---\ntags: [fresh]\n---\nsingle\n", "utf-8")
+    client.workspace_did_create_files(
+        types.CreateFilesParams(
+            files=[types.FileCreate(uri=folder.as_uri()), types.FileCreate(uri=single.as_uri())]
+        )
+    )
+    assert (await search(client, tags=["fresh"]))["total"] == 3
+    shutil.rmtree(folder)
+    client.workspace_did_delete_files(
+        types.DeleteFilesParams(files=[types.FileDelete(uri=folder.as_uri())])
+    )
+    assert paths(await search(client, tags=["fresh"])) == ["single.md"]
+
+
+async def test_real_vault(client: LanguageClient, copy: Callable[[Path, str], Path]) -> None:
+    from tests.conftest import REAL_VAULT
+
+    if not REAL_VAULT.is_dir():
+        pytest.skip("the shared real vault is not present")
+    root = copy(REAL_VAULT, "brain")
+    await start(client, [root], "neovim")
+    status = await wait_ready(client, timeout=120)
+    assert status["vaults"][0]["notes"] == 885
+    result = await search(client, query="golang", limit=5)
+    assert result["total"] > 0 and result["index"]["served_by"] == "index"
+    for hit in result["results"]:
+        assert (root / hit["path"]).is_file()
+    tagged = await search(client, tags=["engineering"], limit=1000)
+    assert tagged["total"] > 0
+    assert all("engineering" in [t.casefold() for t in hit["topics"]] for hit in tagged["results"])
