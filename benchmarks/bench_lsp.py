@@ -34,6 +34,27 @@ def pct(values: list[float], p: float) -> float:
     return ordered[max(0, min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1))))]
 
 
+def _status_kb(client: LanguageClient, field: str) -> float | None:
+    proc = getattr(client, "_server", None)
+    pid = getattr(proc, "pid", None)
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith(field + ":"):
+                    return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        return None
+    return None
+
+
+def rss_mib(client: LanguageClient) -> float | None:
+    return _status_kb(client, "VmRSS")
+
+
+def peak_rss_mib(client: LanguageClient) -> float | None:
+    return _status_kb(client, "VmHWM")
+
+
 async def timed(n: int, fn: Any) -> tuple[float, float, Any]:
     times = []
     result = None
@@ -79,6 +100,7 @@ async def run(vault: Path, index: Path | None, repeat: int) -> dict[str, Any]:
         await asyncio.sleep(0.05)
     out["ready_s"] = round(time.perf_counter() - t0, 2)
     out["notes"] = v["notes"]
+    out["server_rss_mib_ready"] = rss_mib(client)
 
     topic, word, rare = g.COMMON_TOPICS[0], g.COMMON_WORDS[0], g.RARE_WORDS[0]
     year = {"date_from": "2021-01-01", "date_to": "2021-12-31"}
@@ -174,6 +196,8 @@ async def run(vault: Path, index: Path | None, repeat: int) -> dict[str, Any]:
         "p50_ms": round(pct(save_times, 50), 2),
         "p95_ms": round(pct(save_times, 95), 2),
     }
+    out["server_rss_mib_end"] = rss_mib(client)
+    out["server_peak_rss_mib"] = peak_rss_mib(client)
     await client.shutdown_async(None)
     client.exit(None)
     await client.stop()
