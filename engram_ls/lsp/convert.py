@@ -7,6 +7,7 @@ Core lines are 1-based; LSP positions are 0-based. Paths are vault-relative in t
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -24,6 +25,7 @@ from engram_ls.core.errors import (
     SearchTimeout,
     UnsupportedMode,
 )
+from engram_ls.core.model import Problem
 from engram_ls.core.search import SearchHit, SearchResponse
 
 REQUEST_CANCELLED = -32800
@@ -79,4 +81,28 @@ def lsp_range(line: int | None, text_line: str = "") -> types.Range:
     return types.Range(
         start=types.Position(line=zero, character=0),
         end=types.Position(line=zero, character=len(text_line)),
+    )
+
+
+PROBLEM_ERRORS = frozenset({"yaml", "frontmatter-type", "unclosed-frontmatter", "binary"})
+"""Problem codes shown as errors; the others (date, encoding, too-large) are warnings."""
+
+
+def problem_diagnostic(
+    problem: Problem, text_line: str = "", units: Callable[[str], int] = len
+) -> types.Diagnostic:
+    """A core problem as a diagnostic on its (1-based) line, from its first non-blank
+    character to the end; ``units`` counts a string in the client's position units."""
+    zero = max((problem.line or 1) - 1, 0)
+    indent = len(text_line) - len(text_line.lstrip())
+    error = problem.code in PROBLEM_ERRORS
+    return types.Diagnostic(
+        range=types.Range(
+            start=types.Position(line=zero, character=units(text_line[:indent])),
+            end=types.Position(line=zero, character=units(text_line)),
+        ),
+        message=problem.message,
+        severity=types.DiagnosticSeverity.Error if error else types.DiagnosticSeverity.Warning,
+        code=problem.code,
+        source="engram",
     )

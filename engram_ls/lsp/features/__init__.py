@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from engram_ls.lsp.features import files, search
+from engram_ls.lsp.features import completion, diagnostics, files, hover, search
 
 if TYPE_CHECKING:
     from engram_ls.lsp.server import EngramLanguageServer
@@ -13,4 +13,7 @@ if TYPE_CHECKING:
 FEATURES: list[Callable[[EngramLanguageServer], None]] = [
     search.register,
     files.register,
+    completion.register,
+    hover.register,
+    diagnostics.register,
 ]

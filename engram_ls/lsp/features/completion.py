@@ -1,0 +1,606 @@
+"""``textDocument/completion``: the vault's topics where a topic is being written.
+
+Four places take a topic:
+
+* a flow list under a topic key in the frontmatter: ``tags: [a, b, pyt|]`` (also when the
+  list continues on the next lines);
+* a block list item under a topic key: ``- pyt|``;
+* a plain value of a topic key, which the core splits on commas (else on whitespace):
+  ``tags: a, pyt|``;
+* an inline ``#pyt|`` tag in the body (not in fenced code, not in an inline code span, not a
+  link anchor ``](#x)``), when the config reads inline tags.
+
+Topic keys are the config's ``topic_keys``, matched case-insensitively. Nothing is offered
+anywhere else: other keys, body text, code, YAML comments, the YAML styles after the
+frontmatter. The candidates come from ``Engram.topics(prefix, limit)`` (the index, in the
+thread pool), most used first, with their note counts; topics the list or line already has
+are left out; each item's ``text_edit`` replaces the typed prefix (quoted for YAML when the
+topic needs it); the list is ``is_incomplete`` when capped, so the client asks again as the
+prefix grows. While the first build of the index runs (and it cannot answer yet) the answer is
+an empty incomplete list rather than a scan of every note. Typing the space of ``tags: `` does
+not pop a list up (Enter must still start a block list); asking explicitly does.
+
+Only the frontmatter lines up to the cursor and the cursor line are parsed; the body above the
+cursor is only skipped over (and searched for code fences when the cursor follows a ``#``).
+``locate`` and ``find_slot`` are shared with hover: they find the topic item at a position.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+from lsprotocol import types
+from pygls.workspace import TextDocument
+
+from engram_ls.core.config import EngramConfig
+from engram_ls.core.errors import EngramError
+from engram_ls.core.service import SERVABLE_STATES, Engram, TopicCount
+
+if TYPE_CHECKING:
+    from engram_ls.lsp.server import EngramLanguageServer
+    from engram_ls.lsp.vaults import Vault
+
+log = logging.getLogger(__name__)
+
+TRIGGER_CHARACTERS = ["#", "[", ",", " ", "-"]
+MAX_ITEMS = 100
+"""Most candidates in one answer; more makes the list ``is_incomplete``."""
+MAX_PREFIX_CHARS = 200
+MAX_FRONTMATTER_LINES = 5000
+"""Beyond this many lines an unclosed ``---`` block is not treated as frontmatter."""
+
+Style = Literal["flow", "block", "plain", "tag"]
+
+# --- finding the topic slot at a position (pure) -----------------------------------------------
+
+_OPEN_FENCE_RE = re.compile(r"---[ \t]*")
+_CLOSE_FENCE_RE = re.compile(r"(?:---|\.\.\.)[ \t]*")
+_KEY_RE = re.compile(
+    r"""("[^"\n]*"|'[^'\n]*'|[^\s#:'"\-?][^:\n]*?|[-?][^\s:][^:\n]*?)[ \t]*:(?=[ \t]|$)"""
+)
+_ITEM_RE = re.compile(r"([ \t]*)-(?=[ \t]|$)[ \t]*")
+_CODE_FENCE_RE = re.compile(r"^[ \t]*(`{3,}|~{3,})([^\n]*)$", re.MULTILINE)
+_CODE_SPAN_RE = re.compile(r"`(?<!``)(`*)(?!`)[^\n]{1,4000}?(?<!`)`\1(?!`)")
+_TAG_BEFORE_CURSOR_RE = re.compile(r"#(?<![^\s(]#)(?<!\]\(#)([\w/-]*)$")
+_TAG_RE = re.compile(r"#(?<![^\s(]#)(?<!\]\(#)([\w/-]+)")
+_TAG_TEXT_RE = re.compile(r"[\w/-]+")
+_HAS_LETTER_RE = re.compile(r"[^\W\d]")
+_HEX_COLOUR_RE = re.compile(r"[0-9A-Fa-f]{3,4}|[0-9A-Fa-f]{6}|[0-9A-Fa-f]{8}")
+_SAFE_PLAIN_RE = re.compile(r"[^\W\d_][\w./ -]*(?<! )")
+_YAML_WORDS = frozenset({"null", "true", "false", "yes", "no", "on", "off", "y", "n", "nan", "inf"})
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    """A topic item on the cursor line. Columns are code points of ``line``."""
+
+    style: Style
+    start: int
+    """Where the item's text starts (after an opening quote or the ``#``)."""
+    end: int
+    """The cursor (completion) or the end of the item (hover)."""
+    text: str
+    """``line[start:end]``: the typed prefix, or the whole topic."""
+    quote: str = ""
+    """The quote typed before ``start`` (``"``, ``'`` or nothing)."""
+    separator: str = ","
+    """For ``plain``: what the core splits the value on (``,`` or whitespace)."""
+    siblings: frozenset[str] = field(default_factory=frozenset)
+    """Case-folded topics already in the same list (or on the same body line)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Where:
+    """What the line of a position is: frontmatter, body, or a fence line."""
+
+    kind: Literal["yaml", "body", "fence"]
+    line: str
+    """The line's text without its line break."""
+    above: tuple[str, ...] = ()
+    """For ``yaml``: the frontmatter lines from the opening fence up to the line (excluded)."""
+    source: str = ""
+    body_start: int = 0
+    """For ``body``: the offset where the body starts (the fence scan starts there)."""
+    line_end: int = 0
+    """The offset where the line's text ends (its line break, if any, starts there)."""
+
+
+def _strip_cr(text: str) -> str:
+    return text[:-1] if text.endswith("\r") else text
+
+
+def _next_line(source: str, pos: int) -> tuple[str, int, int]:
+    """The line starting at ``pos``: (text, offset of its end, offset of the next line or -1)."""
+    nl = source.find("\n", pos)
+    end = len(source) if nl < 0 else nl
+    return _strip_cr(source[pos:end]), end, (-1 if nl < 0 else nl + 1)
+
+
+def locate(source: str, line: int) -> Where | None:
+    """Classify ``line`` of ``source``, reading only the frontmatter and that line."""
+    if line < 0:
+        return None
+    pos, first, body_start = 0, 0, 0
+    if source.startswith(("---", "\ufeff---")):
+        text, end, nxt = _next_line(source, 0)
+        if _OPEN_FENCE_RE.fullmatch(text.lstrip("\ufeff")) and nxt >= 0:
+            if line == 0:
+                return Where("fence", text, line_end=end, source=source)
+            above = [text]
+            index, pos = 1, nxt
+            while True:
+                text, end, nxt = _next_line(source, pos)
+                closing = _CLOSE_FENCE_RE.fullmatch(text) is not None
+                if index == line:
+                    kind: Literal["yaml", "fence"] = "fence" if closing else "yaml"
+                    return Where(kind, text, tuple(above), source, 0, end)
+                if closing:
+                    if nxt < 0:
+                        return None  # nothing after the closing fence
+                    pos = body_start = nxt
+                    first = index + 1
+                    break
+                if nxt < 0 or index >= MAX_FRONTMATTER_LINES:
+                    pos = 0  # unclosed: the core reads the whole text as body
+                    break
+                above.append(text)
+                index, pos = index + 1, nxt
+    for _ in range(line - first):
+        nl = source.find("\n", pos)
+        if nl < 0:
+            return None
+        pos = nl + 1
+    text, end, _nxt = _next_line(source, pos)
+    return Where("body", text, (), source, body_start, end)
+
+
+def find_slot(where: Where, col: int, config: EngramConfig, *, whole: bool) -> Slot | None:
+    """The topic item at column ``col`` of the located line, or None.
+
+    ``whole=False`` (completion): the item up to the cursor; ``whole=True`` (hover): the
+    item around the column.
+    """
+    if where.kind == "yaml":
+        return _yaml_slot(where, col, config, whole=whole)
+    if where.kind == "body" and config.inline_tags:
+        return _tag_slot(where, col, whole=whole)
+    return None
+
+
+def _is_topic_key(raw: str, config: EngramConfig) -> bool:
+    name = raw.strip()
+    if len(name) >= 2 and name[0] == name[-1] and name[0] in "\"'":
+        name = name[1:-1]
+    folded = name.casefold()
+    return any(folded == key.casefold() for key in config.topic_keys)
+
+
+def _comment_start(line: str, start: int) -> int:
+    """Where a YAML comment starts on ``line`` at or after ``start`` (outside quotes)."""
+    quote = ""
+    for i in range(start, len(line)):
+        c = line[i]
+        if quote:
+            if c == quote:
+                quote = ""
+        elif c in "\"'" and (i == start or line[i - 1] in " \t[,"):
+            quote = c
+        elif c == "#" and (i == 0 or line[i - 1] in " \t"):
+            return i
+    return len(line)
+
+
+def _split(line: str, start: int, end: int, sep: str, quotes: bool) -> list[tuple[int, int]]:
+    """Spans of the items of ``line[start:end]`` separated by ``sep`` (``,`` or whitespace)."""
+    spans: list[tuple[int, int]] = []
+    quote = ""
+    item = start
+    for i in range(start, end):
+        c = line[i]
+        if quote:
+            if c == quote:
+                quote = ""
+        elif quotes and c in "\"'" and not line[item:i].strip():
+            quote = c
+        elif c == sep or (sep == " " and c in " \t"):
+            spans.append((item, i))
+            item = i + 1
+    spans.append((item, end))
+    return spans
+
+
+def _clean(raw: str) -> str:
+    """An item's text as the core reads it: trimmed, unquoted, without a leading ``#``."""
+    text = raw.strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+        text = text[1:-1]
+    elif text[:1] in ("'", '"'):
+        text = text[1:]
+    return text.strip().lstrip("#").strip()
+
+
+def _pick(
+    style: Style,
+    line: str,
+    spans: list[tuple[int, int]],
+    col: int,
+    *,
+    whole: bool,
+    separator: str = ",",
+) -> Slot | None:
+    for index, (start, end) in enumerate(spans):
+        if not start <= col <= end:
+            continue
+        others = frozenset(
+            _clean(line[s:e]).casefold() for j, (s, e) in enumerate(spans) if j != index
+        ) - {""}
+        stop = end if whole else col
+        while start < stop and line[start] in " \t":
+            start += 1
+        quote = ""
+        if start < stop and line[start] in "\"'":
+            quote = line[start]
+            start += 1
+            if quote in line[start:stop]:
+                if not whole:
+                    return None  # the cursor is after the closing quote
+                stop = line.index(quote, start)
+        if whole:
+            while stop > start and line[stop - 1] in " \t":
+                stop -= 1
+        return Slot(style, start, stop, line[start:stop], quote, separator, others)
+    return None
+
+
+def _yaml_slot(where: Where, col: int, config: EngramConfig, *, whole: bool) -> Slot | None:
+    line = where.line
+    if col > len(line):
+        return None
+    key = _KEY_RE.match(line)
+    if key is not None:
+        if not _is_topic_key(key.group(1), config):
+            return None
+        return _value_slot(line, key.end(), col, whole=whole)
+    owner = _owner(where.above)
+    if owner is None or not _is_topic_key(owner[0], config):
+        return None
+    owner_value = owner[1].strip()
+    item = _ITEM_RE.match(line)
+    if item is not None:
+        if owner_value and not owner_value.startswith("#"):
+            return None  # ``key: value`` then ``- x``: not this key's list
+        value_start = item.end()
+        if value_start == len(item.group(1)) + 1 or col < value_start:
+            return None  # ``-|`` (no space yet) or the cursor before the item
+        if line[value_start : value_start + 1] in ("[", "{", "|", ">", "&", "*", "!"):
+            return None
+        end = _comment_start(line, value_start)
+        found = _pick("block", line, [(value_start, end)], col, whole=whole)
+        if found is None:
+            return None
+        siblings = _block_siblings(where, owner[2], len(item.group(1)))
+        return Slot("block", found.start, found.end, found.text, found.quote, ",", siblings)
+    # a continuation line of a flow list opened on the key's line: ``tags: [a,\n  b, c|``
+    if not owner_value.startswith("[") or "]" in owner_value:
+        return None
+    if any("]" in text for text in where.above[owner[2] + 1 :]):
+        return None
+    end = _comment_start(line, 0)
+    closing = line.find("]")
+    if 0 <= closing < end:
+        end = closing
+    return _pick("flow", line, _split(line, 0, end, ",", True), col, whole=whole)
+
+
+def _value_slot(line: str, colon_end: int, col: int, *, whole: bool) -> Slot | None:
+    """A topic key's value on the key's own line: a flow list or a plain (split) string."""
+    if col <= colon_end:
+        return None
+    start = colon_end
+    while start < len(line) and line[start] in " \t":
+        start += 1
+    head = line[start : start + 1]
+    if head == "[":
+        end = _comment_start(line, start + 1)
+        closing = line.find("]", start + 1)
+        if 0 <= closing < end:
+            end = closing
+        spans = _split(line, start + 1, end, ",", True)
+        return _pick("flow", line, spans, col, whole=whole)
+    if head and head in "{|>&*!%@`":
+        return None
+    if col < start:
+        return None  # in the blanks before a value
+    if head and head in "\"'":  # the whole string is quoted: its inside is split
+        closing = line.find(head, start + 1)
+        end = closing if closing >= 0 else len(line)
+        if col <= start or col > end:
+            return None
+        start += 1
+    else:
+        head = ""
+        end = _comment_start(line, start)
+    separator = "," if "," in line[start:end] else " "
+    spans = _split(line, start, end, separator, False)
+    found = _pick("plain", line, spans, col, whole=whole, separator=separator)
+    if found is None:
+        return None
+    return Slot("plain", found.start, found.end, found.text, head, separator, found.siblings)
+
+
+def _owner(above: Sequence[str]) -> tuple[str, str, int] | None:
+    """The top-level key the lines above belong to: (key, its value text, line index)."""
+    for index in range(len(above) - 1, 0, -1):
+        text = above[index]
+        stripped = text.lstrip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        if text[0] in " \t" or _ITEM_RE.match(text):
+            continue
+        key = _KEY_RE.match(text)
+        if key is None:
+            return None
+        return key.group(1), text[key.end() :], index
+    return None
+
+
+def _item_topic(text: str) -> str | None:
+    item = _ITEM_RE.match(text)
+    if item is None:
+        return None
+    return _clean(text[item.end() : _comment_start(text, item.end())]).casefold()
+
+
+def _block_siblings(where: Where, owner_index: int, indent: int) -> frozenset[str]:
+    """Items of the block list above the cursor line, and right after it."""
+    found = {_item_topic(text) for text in where.above[owner_index + 1 :]}
+    source, end = where.source, where.line_end
+    for _ in range(MAX_ITEMS):
+        if end >= len(source):
+            break
+        text, end, _nxt = _next_line(source, end + 1)
+        item = _ITEM_RE.match(text)
+        if item is None or len(item.group(1)) != indent:
+            break
+        found.add(_item_topic(text))
+    return frozenset(t for t in found if t)
+
+
+def _code_spans(line: str) -> list[tuple[int, int]]:
+    return [m.span() for m in _CODE_SPAN_RE.finditer(line)] if "`" in line else []
+
+
+def _in_code(line: str, at: int) -> bool:
+    """Whether column ``at`` is in an inline code span (or after an unclosed backtick)."""
+    if "`" not in line[:at]:
+        return False
+    spans = _code_spans(line)
+    if any(s <= at < e for s, e in spans):
+        return True
+    rest = list(line[:at])
+    for s, e in spans:
+        if s < at:
+            rest[s : min(e, at)] = [" "] * (min(e, at) - s)
+    return "`" in rest
+
+
+def _in_fence(where: Where) -> bool:
+    """Whether the line is inside (or is) a fenced code block of the body."""
+    source, start, end = where.source, where.body_start, where.line_end
+    if source.find("```", start, end) < 0 and source.find("~~~", start, end) < 0:
+        return False
+    fence_char, fence_len = "", 0
+    for match in _CODE_FENCE_RE.finditer(source, start, end):
+        run, rest = match.group(1), match.group(2)
+        if match.end() == end:  # the line itself is a fence line
+            return True
+        if not fence_char:
+            if run[0] == "`" and "`" in rest:
+                continue
+            fence_char, fence_len = run[0], len(run)
+        elif run[0] == fence_char and len(run) >= fence_len and not rest.strip():
+            fence_char = ""
+    return bool(fence_char)
+
+
+def _tag_slot(where: Where, col: int, *, whole: bool) -> Slot | None:
+    line = where.line
+    if col > len(line) or "#" not in line:
+        return None
+    if whole:
+        hit = None
+        for match in _TAG_RE.finditer(line):
+            if match.start() <= col <= match.end():
+                hit = match
+                break
+        if hit is None or _in_code(line, hit.start()) or _in_fence(where):
+            return None
+        start, end = hit.start(1), hit.end(1)
+        text = line[start:end].rstrip("/-")
+        lead = len(text) - len(text.lstrip("/"))
+        text = text.lstrip("/")
+        if not _HAS_LETTER_RE.search(text) or _HEX_COLOUR_RE.fullmatch(text):
+            return None
+        start += lead
+        return Slot("tag", start, start + len(text), text, siblings=_line_tags(line, hit.start()))
+    typed = _TAG_BEFORE_CURSOR_RE.search(line, 0, col)
+    if typed is None or _in_code(line, typed.start()) or _in_fence(where):
+        return None
+    start = typed.start(1)
+    return Slot("tag", start, col, line[start:col], siblings=_line_tags(line, typed.start()))
+
+
+def _line_tags(line: str, skip: int) -> frozenset[str]:
+    return frozenset(
+        m.group(1).strip("/-").casefold() for m in _TAG_RE.finditer(line) if m.start() != skip
+    ) - {""}
+
+
+# --- rendering candidates ----------------------------------------------------------------------
+
+
+def _yaml_plain_ok(topic: str) -> bool:
+    return bool(_SAFE_PLAIN_RE.fullmatch(topic)) and topic.casefold() not in _YAML_WORDS
+
+
+def _quoted(topic: str, quote: str) -> str:
+    if quote == "'":
+        return "'" + topic.replace("'", "''") + "'"
+    return json.dumps(topic, ensure_ascii=False)
+
+
+def render(slot: Slot, topic: str) -> tuple[str, str] | None:
+    """(new text, filter text) for a candidate in this slot, or None when it cannot go there."""
+    if slot.style == "tag":
+        ok = _TAG_TEXT_RE.fullmatch(topic) and _HAS_LETTER_RE.search(topic)
+        if not ok or _HEX_COLOUR_RE.fullmatch(topic) or topic[0] == "/" or topic[-1] in "/-":
+            return None
+        return topic, topic
+    if slot.style == "plain":
+        if "," in topic or (slot.separator == " " and any(c.isspace() for c in topic)):
+            return None
+        if slot.quote:
+            return None if slot.quote in topic or "\\" in topic else (topic, topic)
+        return (topic, topic) if _yaml_plain_ok(topic) else None
+    if "\n" in topic or "\r" in topic:
+        return None
+    if slot.quote:
+        return _quoted(topic, slot.quote), slot.quote + topic
+    if _yaml_plain_ok(topic):
+        return topic, topic
+    return _quoted(topic, '"'), topic
+
+
+# --- the request -------------------------------------------------------------------------------
+
+
+def open_document(
+    ls: EngramLanguageServer, uri: str
+) -> tuple[Vault, str, TextDocument, str] | None:
+    """The vault, relative path, document and text of a Markdown document in a vault."""
+    found = ls.vault_for_uri(uri)
+    if found is None:
+        return None
+    vault, rel = found
+    try:
+        doc = ls.workspace.get_text_document(uri)
+        if not (rel.lower().endswith(".md") or doc.language_id == "markdown"):
+            return None
+        source = doc.source  # the open buffer (a document that is not open is read here)
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    return vault, rel, doc, source
+
+
+def to_column(doc: TextDocument, line: str, character: int) -> int:
+    """A client column (in the negotiated UTF-16/UTF-8/UTF-32 units) as a code-point column."""
+    if line.isascii():
+        return min(character, len(line))
+    units = doc.position_codec.client_num_units
+    count = 0
+    for index, char in enumerate(line):
+        if count >= character:
+            return index
+        count += units(char)
+    return len(line)
+
+
+def client_range(doc: TextDocument, line: int, text: str, start: int, end: int) -> types.Range:
+    """A range of code-point columns of one line, in the client's units."""
+    units = doc.position_codec.client_num_units
+    return types.Range(
+        start=types.Position(line=line, character=units(text[:start])),
+        end=types.Position(line=line, character=units(text[:end])),
+    )
+
+
+def index_ready(engram: Engram, building: bool) -> bool:
+    """Whether the index can answer now without a scan of every note during a build."""
+    return not building or engram.status().state in SERVABLE_STATES
+
+
+def _topics(engram: Engram, prefix: str, limit: int, building: bool) -> list[TopicCount] | None:
+    if not index_ready(engram, building):
+        return None
+    return engram.topics(prefix, limit)
+
+
+def _plural(count: int) -> str:
+    return f"{count} note" if count == 1 else f"{count} notes"
+
+
+def _first_plain_item(where: Where, col: int) -> bool:
+    key = _KEY_RE.match(where.line)
+    return key is not None and not where.line[key.end() : col].strip()
+
+
+async def complete(
+    ls: EngramLanguageServer, params: types.CompletionParams
+) -> types.CompletionList | None:
+    opened = open_document(ls, params.text_document.uri)
+    if opened is None:
+        return None
+    vault, _rel, doc, source = opened
+    where = locate(source, params.position.line)
+    if where is None or where.kind == "fence":
+        return None
+    col = to_column(doc, where.line, params.position.character)
+    slot = find_slot(where, col, vault.config, whole=False)
+    if slot is None or len(slot.text) > MAX_PREFIX_CHARS:
+        return None
+    context = params.context
+    if (
+        slot.style == "plain"
+        and context is not None
+        and context.trigger_kind == types.CompletionTriggerKind.TriggerCharacter
+        and _first_plain_item(where, col)
+    ):
+        return None  # typing ``tags: `` then Enter must stay a newline (a block list to come)
+    limit = min(MAX_ITEMS + 1 + len(slot.siblings), 10_000)
+    found = await ls.run(_topics, vault.engram, slot.text.strip(), limit, vault.building)
+    if found is None:  # the first build is still running: ask again later
+        return types.CompletionList(is_incomplete=True, items=[])
+    more = len(found) >= limit
+    start = slot.start - len(slot.quote) if slot.style in ("flow", "block") else slot.start
+    edit_range = client_range(doc, params.position.line, where.line, start, col)
+    items: list[types.CompletionItem] = []
+    for topic in found:
+        if topic.name.casefold() in slot.siblings:
+            continue
+        rendered = render(slot, topic.name)
+        if rendered is None:
+            continue
+        if len(items) == MAX_ITEMS:
+            more = True
+            break
+        new_text, filter_text = rendered
+        items.append(
+            types.CompletionItem(
+                label=topic.name,
+                kind=types.CompletionItemKind.Value,
+                detail=_plural(topic.notes),
+                sort_text=f"{len(items):05d}",
+                filter_text=None if filter_text == topic.name else filter_text,
+                text_edit=types.TextEdit(range=edit_range, new_text=new_text),
+            )
+        )
+    return types.CompletionList(is_incomplete=more, items=items)
+
+
+def register(server: EngramLanguageServer) -> None:
+    options = types.CompletionOptions(trigger_characters=TRIGGER_CHARACTERS)
+
+    @server.feature(types.TEXT_DOCUMENT_COMPLETION, options)
+    async def completion(
+        ls: EngramLanguageServer, params: types.CompletionParams
+    ) -> types.CompletionList | None:
+        try:
+            return await complete(ls, params)
+        except EngramError as exc:
+            log.warning("topic completion failed: %s", exc)
+            return None
