@@ -30,6 +30,8 @@ class Limits(BaseModel):
     response_chars: int = Field(default=20_000, ge=1000)
     """Character budget of text answers for agents."""
     deadline_ms: int = Field(default=10_000, ge=10)
+    workspace_symbols: int = Field(default=100, ge=1, le=1000)
+    """Results of one ``workspace/symbol`` request (all vaults together)."""
 
 
 class EngramConfig(BaseModel):

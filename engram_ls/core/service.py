@@ -21,6 +21,7 @@ from typing import Any
 from engram_ls.core.config import CONFIG_DIR, INDEX_FILE, EngramConfig, load_config
 from engram_ls.core.errors import IndexUnavailable, InvalidRequest, SearchTimeout
 from engram_ls.core.index import db
+from engram_ls.core.index import symbols as sym
 from engram_ls.core.index.query import IndexSearcher
 from engram_ls.core.index.store import Index, IndexStatus
 from engram_ls.core.model import Note
@@ -267,6 +268,60 @@ class Engram:
         except sqlite3.DatabaseError as exc:
             self._index_failure(exc)
             return []
+
+    def symbols(
+        self,
+        query: str,
+        *,
+        limit: int | None = None,
+        cancel: threading.Event | None = None,
+    ) -> list[sym.SymbolHit]:
+        """Workspace symbols: note titles, headings and topics whose name holds ``query``'s
+        characters in order, best first (``core/index/symbols.py`` has the ranking), at most
+        ``limit`` (default ``limits.workspace_symbols``); an empty query lists recent notes.
+
+        Served by the index alone (never a walk of the vault): an index that cannot be opened
+        gives no symbols; one being built gives what it holds so far. A topic points at the
+        newest note using it, on the line that names it (else line 1).
+        """
+        cap = self.config.limits.workspace_symbols if limit is None else limit
+        if self.unavailable is not None or cap < 1 or (cancel is not None and cancel.is_set()):
+            return []
+        deadline = time.monotonic() + self.config.limits.deadline_ms / 1000
+        try:
+            conn = self.index.conn()
+            with sym.interruptible(conn, cancel, deadline), db.read_tx(conn):
+                runner = sym.second_thread(self.index.conn, cancel, deadline)
+                search = sym.SymbolSearch(conn, query, cap, runner=runner)
+                hits = search.run()
+                homes = {h.ref: sym.topic_note(conn, h.ref) for h in hits if h.kind == "topic"}
+        except sym.Interrupted:
+            if cancel is not None and cancel.is_set():
+                return []
+            raise SearchTimeout("the symbol search ran past its deadline") from None
+        except sqlite3.DatabaseError as exc:
+            self._index_failure(exc)
+            raise IndexUnavailable(f"the index could not be read: {exc}") from exc
+        paths = {h.path for h in hits if h.kind != "topic"}
+        inside = self.vault.inside(paths | {p for p in homes.values() if p is not None})
+        placed: list[sym.SymbolHit] = []
+        for hit in hits:
+            if hit.kind == "topic":
+                home = homes.get(hit.ref)
+                if home is None or home not in inside:
+                    continue
+                placed.append(hit.at(home, self._topic_line(home, hit.name)))
+            elif hit.path in inside:
+                placed.append(hit)
+        return placed
+
+    def _topic_line(self, rel: str, topic: str) -> int:
+        try:
+            with open(self.vault.root / rel, "rb") as fh:
+                head = fh.read(sym.TOPIC_READ_BYTES)
+        except OSError:
+            return 1
+        return sym.topic_line(head.decode("utf-8", errors="replace"), topic)
 
 
 def _expired(plan: Any) -> bool:

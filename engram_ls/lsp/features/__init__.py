@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from engram_ls.lsp.features import completion, diagnostics, files, hover, search
+from engram_ls.lsp.features import completion, diagnostics, files, hover, search, symbols
 
 if TYPE_CHECKING:
     from engram_ls.lsp.server import EngramLanguageServer
@@ -16,4 +16,5 @@ FEATURES: list[Callable[[EngramLanguageServer], None]] = [
     completion.register,
     hover.register,
     diagnostics.register,
+    symbols.register,
 ]

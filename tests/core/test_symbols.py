@@ -1,0 +1,399 @@
+"""Workspace symbols in the core: matching tiers, ranking, caps, case, and the large-vault
+strategies (probe window, full-text phrases, scans, the horizon of loose matches) checked
+against a brute force ranking of every name."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from engram_ls.core.config import EngramConfig, Limits
+from engram_ls.core.index import db
+from engram_ls.core.index import symbols as sym
+from engram_ls.core.index.symbols import (
+    EXACT,
+    FUZZY,
+    PREFIX,
+    WORD,
+    Patterns,
+    SymbolHit,
+    SymbolSearch,
+    match_tier,
+    rank,
+)
+from engram_ls.core.service import Engram
+
+
+@pytest.fixture
+def example(vault_copy: Callable[[str], Path]) -> Iterator[Engram]:
+    with Engram(vault_copy("example")) as engram:
+        engram.sync()
+        yield engram
+
+
+def names(hits: list[SymbolHit]) -> list[tuple[str, str]]:
+    return [(h.kind, h.name) for h in hits]
+
+
+# -- the tiers ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "query", "tier"),
+    [
+        ("SQLite", "sqlite", EXACT),
+        ("sqlite", "SQLITE", EXACT),
+        ("SQLite field notes", "sqlite", PREFIX),
+        ("SQLite field notes", "SQLite f", PREFIX),
+        ("Incident review", "review", WORD),
+        ("write-ahead log", "ahead", WORD),
+        ("snake_case_name", "case", WORD),
+        ("area/topic", "topic", WORD),
+        ("Notes (draft)", "draft", WORD),
+        ("SQLite field notes", "field n", WORD),
+        ("reviewer", "view", FUZZY),  # a substring, but not at a word start
+        ("SQLite field notes", "sfn", FUZZY),
+        ("Index query notes", "idxq", FUZZY),
+        ("Write-ahead log", "wal", FUZZY),
+        ("Café notes", "CAFÉ", PREFIX),
+        ("Straße", "STRASSE", EXACT),  # Unicode case folding
+        ("SQLite", "sqlites", None),
+        ("abc", "cba", None),
+        ("field notes", "notes field", None),
+    ],
+)
+def test_match_tier(name: str, query: str, tier: int | None) -> None:
+    assert match_tier(name, sym.normalize(query)) == tier
+
+
+def test_like_patterns_escape_wildcards_and_widen_non_ascii() -> None:
+    p = Patterns.of(" 50%_a\\b ")
+    assert p.exact == "50\\%\\_a\\\\b"
+    assert p.prefix == p.exact + "%"
+    assert p.substring == "%" + p.exact + "%"
+    assert p.subsequence == "%5%0%\\%%\\_%a%\\\\%b%"
+    assert p.escape == " ESCAPE '\\'"
+    plain = Patterns.of("café")
+    assert plain.exact == "caf_" and plain.escape == ""
+
+
+@pytest.mark.parametrize(
+    ("query", "phrase"),
+    [
+        ("meeting", '"meeting" *'),
+        ("Meeting notes", '"Meeting notes" *'),
+        ("meeting no", '"meeting"'),
+        ("meeting ", '"meeting" *'),  # queries are stripped
+        ("meeting: ", '"meeting"'),
+        ("meeting (x", '"meeting"'),
+        ("write-ahead log", '"write ahead log" *'),
+        ('say "hi" there', '"say hi there" *'),
+        ("ab", None),
+        ("a b", None),
+        ("-flag", None),
+        ("#tag", None),
+        ("", None),
+    ],
+)
+def test_fts_phrase(query: str, phrase: str | None) -> None:
+    assert sym.fts_phrase(query) == phrase
+
+
+def test_rank_orders_tier_then_recency_then_length() -> None:
+    ranked = sorted(
+        [
+            rank(FUZZY, "2026-01-01", "x", "note", "a.md", 0),
+            rank(PREFIX, None, "short", "note", "b.md", 0),
+            rank(PREFIX, "2020-01-01", "a much longer name", "heading", "c.md", 3),
+            rank(PREFIX, "2020-01-01", "shorter name", "heading", "c.md", 9),
+            rank(EXACT, None, "x", "topic", "", 0),
+        ]
+    )
+    assert [(r[0], r[2]) for r in ranked] == [(0, 1), (1, 12), (1, 18), (1, 5), (3, 1)]
+
+
+# -- the example vault ---------------------------------------------------------------------------
+
+
+def test_ranking_on_the_example_vault(example: Engram) -> None:
+    hits = example.symbols("sqlite")
+    assert names(hits)[:2] == [("topic", "sqlite"), ("heading", "SQLite")]
+    assert [h.tier for h in hits] == [EXACT, EXACT, PREFIX, PREFIX, PREFIX]
+    # prefix matches: the most recent note first
+    assert [h.name for h in hits[2:]] == ["SQLite upgrade", "SQLite review", "SQLite field notes"]
+    days = [h.day or "" for h in hits[2:]]
+    assert days == sorted(days, reverse=True)
+
+
+@pytest.mark.parametrize("query", ["SQLITE", "sqlite", "SqLiTe", "  sqlite  "])
+def test_case_and_surrounding_spaces_do_not_matter(example: Engram, query: str) -> None:
+    assert names(example.symbols(query)) == names(example.symbols("sqlite"))
+
+
+def test_non_ascii_names_match_in_any_case(example: Engram) -> None:
+    for query in ("café", "CAFÉ", "Café notes"):
+        assert ("note", "Café notes — reading list") in names(example.symbols(query))
+
+
+def test_headings_carry_their_note(example: Engram) -> None:
+    (hit,) = [h for h in example.symbols("write-ahead log") if h.kind == "heading"]
+    assert (hit.name, hit.path, hit.line, hit.container) == (
+        "Write-ahead log",
+        "reference/sqlite.md",
+        12,
+        "SQLite field notes",
+    )
+
+
+def test_a_heading_repeating_the_title_is_listed_once(example: Engram) -> None:
+    hits = example.symbols("SQLite field notes")
+    assert names(hits) == [("note", "SQLite field notes")]
+    assert hits[0].line == 0 and hits[0].container == "reference"
+
+
+def test_topics_point_at_the_newest_note_naming_them(example: Engram) -> None:
+    hits = {h.name: h for h in example.symbols("memory") if h.kind == "topic"}
+    assert set(hits) == {"memory", "Memory Leak", "memory-leak"}
+    memory = hits["memory"]
+    assert (memory.path, memory.line, memory.day, memory.container) == (
+        "journal/2026-02-14.md",
+        2,
+        "2026-02-14",
+        "2 notes",
+    )
+    leak = hits["memory-leak"]
+    assert (leak.path, leak.container) == ("projects/memory-leak-hunt.md", "1 note")
+    text = (example.vault.root / leak.path).read_text(encoding="utf-8").split("\n")
+    assert "memory-leak" in text[leak.line - 1]
+    # an inline #tag in the body
+    (neovim,) = [h for h in example.symbols("neovim") if h.kind == "topic"]
+    line = (example.vault.root / neovim.path).read_text(encoding="utf-8").split("\n")
+    assert "#neovim" in line[neovim.line - 1]
+
+
+def test_fuzzy_subsequence(example: Engram) -> None:
+    hits = example.symbols("sfn")
+    assert ("note", "SQLite field notes") in names(hits)
+    assert all(h.tier == FUZZY for h in hits)
+    assert example.symbols("zzzz") == []
+
+
+def test_caps_and_the_empty_query(example: Engram) -> None:
+    every = example.symbols("e", limit=1000)
+    assert 100 < len(every) < 1000  # more names than the default cap match "e"
+    assert len(example.symbols("e")) == 100  # limits.workspace_symbols
+    assert example.symbols("e", limit=3) == every[:3]
+    assert example.symbols("e", limit=0) == []
+    recent = example.symbols("", limit=4)
+    assert [h.name for h in recent] == [
+        "Saturday notes",
+        "November wrap-up",
+        "SQLite upgrade",
+        "Café notes — reading list",
+    ]
+    assert all(h.kind == "note" for h in recent)
+    assert example.symbols("x" * 1000) == []
+
+
+def test_the_configured_cap(vault_copy: Callable[[str], Path]) -> None:
+    config = EngramConfig(limits=Limits(workspace_symbols=2))
+    with Engram(vault_copy("tags"), config=config) as engram:
+        engram.sync()
+        assert len(engram.symbols("m")) == 2
+        assert len(engram.symbols("")) == 2
+
+
+def test_no_index_no_symbols(vault_copy: Callable[[str], Path]) -> None:
+    root = vault_copy("tags")
+    blocker = root / "not-a-folder"
+    blocker.write_text("a file where the index folder should be", encoding="utf-8")
+    with Engram(root, index_path=blocker / "index.sqlite") as engram:
+        assert engram.unavailable is not None
+        assert engram.symbols("memory") == []
+
+
+def test_cancelled_search_returns_nothing(example: Engram) -> None:
+    cancel = threading.Event()
+    cancel.set()
+    assert example.symbols("sqlite", cancel=cancel) == []
+
+
+# -- the large-vault strategies, against brute force ---------------------------------------------
+
+
+def brute_force_hits(
+    conn: sqlite3.Connection, query: str
+) -> dict[tuple[str, int, int], tuple[int, str | None]]:
+    """(tier, day) of every matching name, by (kind, ref, line)."""
+    q = sym.normalize(query)
+    out: dict[tuple[str, int, int], tuple[int, str | None]] = {}
+    titles = {}
+    for nid, title, day in conn.execute("SELECT id, title, created_at FROM notes"):
+        titles[nid] = (title, day)
+        tier = match_tier(title, q)
+        if tier is not None:
+            out[("note", nid, 0)] = (tier, day)
+    for nid, line, text in conn.execute("SELECT note_id, line, text FROM headings"):
+        title, day = titles[nid]
+        tier = match_tier(text, q)
+        if tier is not None and text.casefold() != title.casefold():
+            out[("heading", nid, line)] = (tier, day)
+    return out
+
+
+def brute_force(conn: sqlite3.Connection, query: str, limit: int) -> list[tuple[str, int, int]]:
+    """Every name of the index, matched and ranked in Python."""
+    q = sym.normalize(query)
+    entries: list[tuple[tuple[int, int, int, str, int, str, int], tuple[str, int, int]]] = []
+    titles = {}
+    for nid, title, day, path in conn.execute("SELECT id, title, created_at, path FROM notes"):
+        titles[nid] = (title, day, path)
+        tier = match_tier(title, q)
+        if tier is not None:
+            entries.append((rank(tier, day, title, "note", path, 0), ("note", nid, 0)))
+    for nid, line, text in conn.execute("SELECT note_id, line, text FROM headings"):
+        title, day, path = titles[nid]
+        tier = match_tier(text, q)
+        if tier is not None and text.casefold() != title.casefold():
+            entries.append((rank(tier, day, text, "heading", path, line), ("heading", nid, line)))
+    for tid, name in conn.execute("SELECT id, name FROM topics"):
+        (day,) = conn.execute(
+            "SELECT max(created_at) FROM note_topics WHERE topic_id = ?", (tid,)
+        ).fetchone()
+        tier = match_tier(name, q)
+        if tier is not None:
+            entries.append((rank(tier, day or None, name, "topic", "", 0), ("topic", tid, 0)))
+    entries.sort()
+    return [key for _, key in entries[:limit]]
+
+
+def check(conn: sqlite3.Connection, search: SymbolSearch, query: str, limit: int) -> None:
+    """Queries of 3+ characters: exactly the brute-force ranking. Shorter ones are searched in
+    the newest notes only: their hits are correct, ranked, and the best of what is known."""
+    hits = search.run()
+    got = [(h.kind, h.ref, h.line) for h in hits]
+    everything = brute_force(conn, query, 10**9)
+    if len(sym.normalize(query)) >= sym.FTS_MIN_CHARS or not search.stats.get("scoped"):
+        assert got == everything[:limit], (query, limit, search.stats)
+        return
+    assert len(set(got)) == len(got)
+    assert [h.rank for h in hits] == sorted(h.rank for h in hits)
+    assert set(got) <= set(everything)
+    for h in hits:
+        assert match_tier(h.name, sym.normalize(query)) == h.tier
+
+
+@pytest.fixture
+def small_windows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scale the thresholds down so that a few hundred notes take every path."""
+    monkeypatch.setattr(sym, "PROBE_NOTES", 25)
+    monkeypatch.setattr(sym, "SMALL_VAULT", 50)
+    monkeypatch.setattr(sym, "EXTEND_NOTES", 60)
+    monkeypatch.setattr(sym, "LOOSE_HORIZON", 10**6)
+    monkeypatch.setattr(sym, "FTS_MAX_NOTES", 40)
+    monkeypatch.setattr(sym, "SPLIT_MIN_NOTES", 10)
+
+
+QUERIES = [
+    "r",
+    "re",
+    "index",
+    "Index Query",
+    "idxq",
+    "ing",
+    "que",
+    "sqlite",
+    "python",
+    "memory leak",
+    "zqx",
+    "e e",
+    "data",
+    "tion",
+    "a-",
+    "100%",
+]
+
+
+@pytest.mark.usefixtures("small_windows")
+@pytest.mark.parametrize("parallel", [False, True], ids=["one-thread", "two-threads"])
+def test_strategies_agree_with_brute_force(
+    generated: Callable[..., Path], tmp_path: Path, parallel: bool
+) -> None:
+    root = generated(400)
+    with Engram(root, index_path=tmp_path / "ix.sqlite") as engram:
+        engram.sync()
+        conn = engram.index.conn()
+        runner = sym.second_thread(engram.index.conn) if parallel else None
+        paths_seen: set[str] = set()
+        for query in QUERIES:
+            for limit in (1, 7, 40):
+                with db.read_tx(conn):
+                    search = SymbolSearch(conn, query, limit, runner=runner)
+                    check(conn, search, query, limit)
+                paths_seen.update(search.stats)
+        # every strategy was exercised
+        assert {"window_rows", "window_extended", "fts_notes", "scan_rows", "scoped"} <= paths_seen
+        assert {"whole_0", "whole_1", "whole_2", "whole_3"} & paths_seen
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["e", "no", "CAFÉ", "café", "sqlite", "SQL", "memory", "mem leak", "wal", "é", "2024", "-"],
+)
+@pytest.mark.parametrize("limit", [1, 3, 10])
+def test_tiny_windows_on_the_example_vault(
+    vault_copy: Callable[[str], Path], monkeypatch: pytest.MonkeyPatch, query: str, limit: int
+) -> None:
+    """Undated notes, non-ASCII names, days shared by several notes: with windows of a few
+    notes, every strategy still ranks exactly like brute force."""
+    monkeypatch.setattr(sym, "PROBE_NOTES", 2)
+    monkeypatch.setattr(sym, "SMALL_VAULT", 3)
+    monkeypatch.setattr(sym, "EXTEND_NOTES", 6)
+    monkeypatch.setattr(sym, "LOOSE_HORIZON", 10**6)
+    monkeypatch.setattr(sym, "FTS_MAX_NOTES", 3)
+    monkeypatch.setattr(sym, "SPLIT_MIN_NOTES", 1)
+    with Engram(vault_copy("example")) as engram:
+        engram.sync()
+        conn = engram.index.conn()
+        for runner in (None, sym.second_thread(engram.index.conn)):
+            with db.read_tx(conn):
+                check(conn, SymbolSearch(conn, query, limit, runner=runner), query, limit)
+
+
+@pytest.mark.usefixtures("small_windows")
+def test_loose_matches_of_a_large_vault_come_from_its_newest_notes(
+    generated: Callable[..., Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sym, "LOOSE_HORIZON", 100)
+    root = generated(400)
+    with Engram(root, index_path=tmp_path / "ix.sqlite") as engram:
+        engram.sync()
+        conn = engram.index.conn()
+        with db.read_tx(conn):
+            (horizon,) = conn.execute(
+                "SELECT created_at FROM notes ORDER BY created_at DESC, id DESC LIMIT 1 OFFSET 99"
+            ).fetchone()
+            for query in ("zqj", "idxq", "memory leak", "qqq"):
+                search = SymbolSearch(conn, query, 1000)
+                hits = search.run()
+                everything = brute_force_hits(conn, query)
+                loose = {
+                    k for k, h in everything.items() if h[0] == FUZZY and (h[1] or "") >= horizon
+                }
+                strict = {k for k, h in everything.items() if h[0] < FUZZY}
+                got = {(h.kind, h.ref, h.line) for h in hits if h.kind != "topic"}
+                assert got == loose | strict, (query, search.stats)
+                assert search.stats.get("horizon") or not loose
+
+
+def test_deadline_interrupts(example: Engram) -> None:
+    conn = example.index.conn()
+    with pytest.raises(sym.Interrupted), sym.interruptible(conn, None, 0.0):
+        conn.execute(
+            "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 10000000)"
+            " SELECT count(*) FROM c"
+        ).fetchone()
