@@ -48,10 +48,10 @@ async def test_search_and_status(
     ],
 )
 async def test_bad_requests_are_invalid_params(
-    client: LanguageClient, copy: Callable[[Path, str], Path], params: dict, code: str
+    client: LanguageClient, preset: str, copy: Callable[[Path, str], Path], params: dict, code: str
 ) -> None:
     root = copy(DATA / "tags", "tags")
-    await start(client, [root], "visual-studio-code")
+    await start(client, [root], preset)
     await wait_ready(client)
     with pytest.raises(JsonRpcException) as info:
         await request(client, "engram/search", params)
@@ -81,10 +81,10 @@ async def test_save_is_visible_to_next_search(
 
 
 async def test_folder_rename_via_did_rename_files(
-    client: LanguageClient, copy: Callable[[Path, str], Path]
+    client: LanguageClient, preset: str, copy: Callable[[Path, str], Path]
 ) -> None:
     root = copy(EXAMPLE, "example")
-    await start(client, [root], "visual-studio-code")
+    await start(client, [root], preset)
     await wait_ready(client)
     before = paths(await search(client, path="meetings/2024", limit=100))
     assert len(before) == 5
@@ -145,12 +145,12 @@ async def test_file_written_without_notification_is_found(
 
 
 async def test_multi_root_and_nested(
-    client: LanguageClient, copy: Callable[[Path, str], Path]
+    client: LanguageClient, preset: str, copy: Callable[[Path, str], Path]
 ) -> None:
     a = copy(DATA / "tags", "a")
     b = copy(EXAMPLE, "b")
     nested = copy(DATA / "hostile", "a/inner")
-    await start(client, [a, b, nested], "visual-studio-code")
+    await start(client, [a, b, nested], preset)
     status = await wait_ready(client)
     counts = {Path(v["root"]).name: v["notes"] for v in status["vaults"]}
     assert counts == {"a": 9, "b": 31, "inner": 5}  # inner's notes belong to inner only
@@ -161,13 +161,13 @@ async def test_multi_root_and_nested(
 
 
 async def test_cancel_request_stops_a_long_search(
-    client: LanguageClient, generated: Callable[..., Path], tmp_path: Path
+    client: LanguageClient, preset: str, generated: Callable[..., Path], tmp_path: Path
 ) -> None:
     root = generated(4000)
     blocker = tmp_path / "blocker"
     blocker.write_text("not a folder", "utf-8")
     # No usable index: every search is a scan of 4,000 files, long enough to cancel.
-    await start(client, [root], "neovim", {"index_path": str(blocker / "index.sqlite")})
+    await start(client, [root], preset, {"index_path": str(blocker / "index.sqlite")})
     msg_id = "long-search"
     # send_request (not the async variant, which only sends once awaited)
     future = asyncio.wrap_future(
@@ -184,10 +184,10 @@ async def test_cancel_request_stops_a_long_search(
 
 
 async def test_bad_settings_are_reported_and_defaults_used(
-    client: LanguageClient, copy: Callable[[Path, str], Path]
+    client: LanguageClient, preset: str, copy: Callable[[Path, str], Path]
 ) -> None:
     root = copy(DATA / "tags", "tags")
-    await start(client, [root], "visual-studio-code", {"topic_keys": 5, "inline_tags": False})
+    await start(client, [root], preset, {"topic_keys": 5, "inline_tags": False})
     await wait_ready(client)
     assert any("topic_keys" in m.message for m in client.messages)
     # topic_keys fell back to its default; the valid key still applies
@@ -195,10 +195,10 @@ async def test_bad_settings_are_reported_and_defaults_used(
 
 
 async def test_file_operations_create_and_delete(
-    client: LanguageClient, copy: Callable[[Path, str], Path]
+    client: LanguageClient, preset: str, copy: Callable[[Path, str], Path]
 ) -> None:
     root = copy(DATA / "tags", "tags")
-    await start(client, [root], "visual-studio-code")
+    await start(client, [root], preset)
     await wait_ready(client)
     folder = root / "new"
     folder.mkdir()
@@ -219,13 +219,15 @@ async def test_file_operations_create_and_delete(
     assert paths(await search(client, tags=["fresh"])) == ["single.md"]
 
 
-async def test_real_vault(client: LanguageClient, copy: Callable[[Path, str], Path]) -> None:
+async def test_real_vault(
+    client: LanguageClient, preset: str, copy: Callable[[Path, str], Path]
+) -> None:
     from tests.conftest import REAL_VAULT
 
     if not REAL_VAULT.is_dir():
         pytest.skip("the shared real vault is not present")
     root = copy(REAL_VAULT, "brain")
-    await start(client, [root], "neovim")
+    await start(client, [root], preset)
     status = await wait_ready(client, timeout=120)
     assert status["vaults"][0]["notes"] == 885
     result = await search(client, query="golang", limit=5)
