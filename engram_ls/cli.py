@@ -364,7 +364,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tcp", metavar="HOST:PORT", help="serve over TCP instead")
     p.add_argument("--log-level", default="WARNING", help="log level on stderr")
     p.set_defaults(func=cmd_lsp)
+
+    p = sub.add_parser(
+        "mcp",
+        help="run the MCP server (engram-mcp) over stdio",
+        description="Run the Engram MCP server over stdio; the same as the engram-mcp command.",
+    )
+    p.add_argument("vault", nargs="?", metavar="VAULT", help="vault folder")
+    p.add_argument("--log-level", default="WARNING", help="log level on stderr")
+    p.set_defaults(func=cmd_mcp)
     return parser
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from engram_ls.mcp_server.server import main as mcp_main
+
+    root = _vault_root(args.vault)
+    return mcp_main([str(root), "--log-level", args.log_level])
 
 
 def cmd_lsp(args: argparse.Namespace) -> int:

@@ -1,0 +1,1 @@
+"""The MCP adapter: tools for agents over the same core service."""

@@ -1,0 +1,228 @@
+"""``engram-mcp``: an MCP server (official SDK) whose tools call the core service directly.
+
+Tools: ``search_notes`` (the DESIGN §4 request and result), ``get_session_context`` (the
+original Engram tool's plain-text answer), ``read_note``, ``list_topics``, ``index_status``.
+Every error an agent can cause comes back as a tool error naming the Engram code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import re
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from engram_ls import __version__
+from engram_ls.core.errors import EngramError, InvalidRequest, NotFound, OutsideVault
+from engram_ls.core.service import Engram
+
+log = logging.getLogger("engram_ls.mcp")
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True)
+SESSION_ID = re.compile(r"^[A-Za-z0-9._-]{1,200}$")
+TRUNCATED = (
+    "\n[... truncated: the answer reached the {budget}-character budget; narrow the query ...]"
+)
+
+
+def _tool_error(exc: EngramError) -> ToolError:
+    return ToolError(f"{exc.code}: {exc.message}")
+
+
+def _budgeted(lines: list[str], budget: int) -> str:
+    out: list[str] = []
+    used = 0
+    for line in lines:
+        if used + len(line) + 1 > budget:
+            out.append(TRUNCATED.format(budget=budget))
+            break
+        out.append(line)
+        used += len(line) + 1
+    return "\n".join(out)
+
+
+def create_server(engram: Engram) -> MCPServer:
+    """An MCP server over one vault (no global state)."""
+    mcp = MCPServer(
+        name="engram",
+        version=__version__,
+        instructions=(
+            "Search and read the user's Markdown notes (a vault). Use search_notes to find notes "
+            "by words, topics (tags) and dates, then read_note to read one. Results name notes "
+            "by vault-relative paths."
+        ),
+    )
+    budget = engram.config.limits.response_chars
+
+    def call(fn: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except EngramError as exc:
+            raise _tool_error(exc) from None
+
+    @mcp.tool(annotations=READ_ONLY)
+    def search_notes(
+        query: Annotated[
+            str,
+            Field(
+                description='Words, "phrases", prefix*; or a substring '
+                "(mode literal) or regular expression (mode regex). May be "
+                "empty when a filter is given."
+            ),
+        ] = "",
+        mode: Annotated[
+            Literal["text", "literal", "regex"], Field(description="How query matches.")
+        ] = "text",
+        tags: Annotated[
+            list[str] | None,
+            Field(
+                description="Topics to filter by (case-insensitive, whole topics); '-topic' "
+                "excludes."
+            ),
+        ] = None,
+        tags_mode: Annotated[
+            Literal["any", "all"], Field(description="Notes need any or all of the tags.")
+        ] = "any",
+        date_from: Annotated[str | None, Field(description="YYYY-MM-DD, inclusive.")] = None,
+        date_to: Annotated[str | None, Field(description="YYYY-MM-DD, inclusive.")] = None,
+        path: Annotated[
+            str | None, Field(description="Vault-relative folder or glob to search in.")
+        ] = None,
+        limit: Annotated[int, Field(ge=1, le=1000, description="Results per page.")] = 20,
+        offset: Annotated[int, Field(ge=0, description="Results to skip.")] = 0,
+    ) -> dict[str, Any]:
+        """Search the notes by text, topics, dates and folder. Returns matching notes with
+        path, title, date, topics, a snippet and its line, best first (newest first when there
+        is no query), plus the total and whether more pages exist."""
+        request = {
+            "query": query,
+            "mode": mode,
+            "tags": tags or [],
+            "tags_mode": tags_mode,
+            "date_from": date_from,
+            "date_to": date_to,
+            "path": path,
+            "limit": limit,
+            "offset": offset,
+        }
+        result: dict[str, Any] = call(engram.search, request).to_dict()
+        return result
+
+    @mcp.tool(annotations=READ_ONLY)
+    def get_session_context(
+        query: Annotated[str | None, Field(description="Regular expression to find.")] = None,
+        session_id: Annotated[
+            str | None,
+            Field(description="File-name prefix of the notes to look in (letters, digits, . _ -)."),
+        ] = None,
+        tags: Annotated[list[str] | None, Field(description="Topics to filter by.")] = None,
+        date_from: Annotated[str | None, Field(description="YYYY-MM-DD, inclusive.")] = None,
+        date_to: Annotated[str | None, Field(description="YYYY-MM-DD, inclusive.")] = None,
+    ) -> str:
+        """Recall context from the notes as plain text: with a query, matching lines as
+        `path:line:text`; without one, the head of each note that passes the filters, as
+        `--- path ---` blocks. At least one argument is required."""
+        if not any((query, session_id, tags, date_from, date_to)):
+            raise ToolError(
+                "ENGRAM_INVALID_REQUEST: give at least one of query, session_id, tags, "
+                "date_from, date_to"
+            )
+        if session_id is not None and not SESSION_ID.match(session_id):
+            raise ToolError(
+                "ENGRAM_INVALID_REQUEST: session_id may hold only letters, digits, '.', '_' and '-'"
+            )
+        request: dict[str, Any] = {
+            "query": query or "",
+            "mode": "regex",
+            "tags": tags or [],
+            "date_from": date_from,
+            "date_to": date_to,
+            "limit": 1000,
+            "path": f"**/{session_id}*" if session_id else None,
+        }
+        response = call(engram.search, request)
+        lines: list[str] = []
+        for hit in response.results:
+            if query:
+                lines.append(f"{hit.path}:{hit.line}:{hit.snippet}")
+            else:
+                head = call(_read, engram, hit.path, 0, 600)
+                lines.append(f"--- {hit.path} ---")
+                lines.extend(head.rstrip("\n").split("\n"))
+        if not lines:
+            return "no matching notes"
+        return _budgeted(lines, budget)
+
+    @mcp.tool(annotations=READ_ONLY)
+    def read_note(
+        path: Annotated[str, Field(description="Vault-relative path of a note (*.md).")],
+        offset: Annotated[int, Field(ge=0, description="First character to return.")] = 0,
+        max_chars: Annotated[
+            int, Field(ge=1, le=200_000, description="Characters to return.")
+        ] = 20_000,
+    ) -> str:
+        """Read a note's text (paged with offset and max_chars). Only notes of the vault can
+        be read."""
+        return str(call(_read, engram, path, offset, max_chars))
+
+    @mcp.tool(annotations=READ_ONLY)
+    def list_topics(
+        prefix: Annotated[str, Field(description="Only topics starting with this.")] = "",
+        limit: Annotated[int, Field(ge=1, le=10_000, description="At most this many.")] = 100,
+    ) -> dict[str, Any]:
+        """The vault's topics (tags) with how many notes use each, most used first."""
+        return {"topics": [t.to_dict() for t in call(engram.topics, prefix, limit)]}
+
+    @mcp.tool(annotations=READ_ONLY)
+    def index_status() -> dict[str, Any]:
+        """The state of the vault's index: state, note/topic/problem counts, generation."""
+        return {"vault": str(engram.vault.root), **engram.status().to_dict()}
+
+    return mcp
+
+
+def _read(engram: Engram, path: str, offset: int, max_chars: int) -> str:
+    rel = engram.vault.rel(path)
+    if not engram.vault.filter.is_note(rel):
+        raise InvalidRequest(f"not a note of this vault: {path}")
+    real = engram.vault.resolve_inside(rel)
+    try:
+        text = real.read_bytes().decode("utf-8", "replace")
+    except FileNotFoundError:
+        raise NotFound(f"no such note: {rel}") from None
+    except OSError as exc:
+        raise OutsideVault(f"cannot read {rel}: {exc.strerror}") from None
+    part = text[offset : offset + max_chars]
+    if offset + max_chars < len(text):
+        rest = len(text) - offset - max_chars
+        part += f"\n[... {rest} more characters: read on with offset={offset + max_chars} ...]"
+    return part
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="engram-mcp", description="The Engram MCP server (stdio)."
+    )
+    parser.add_argument("vault", nargs="?", default=".", help="vault folder (default: current)")
+    parser.add_argument("--log-level", default="WARNING", help="log level on stderr")
+    args = parser.parse_args(argv)
+    logging.basicConfig(stream=sys.stderr, level=getattr(logging, args.log_level.upper(), 30))
+    root = Path(args.vault).expanduser()
+    if not root.is_dir():
+        sys.stderr.write(f"engram-mcp: error: vault folder not found: {root}\n")
+        return 2
+    engram = Engram(root)
+    engram.open()
+    try:
+        engram.sync()
+    except EngramError as exc:
+        log.warning("the index could not be brought up to date: %s", exc)
+    create_server(engram).run()
+    return 0

@@ -1,0 +1,156 @@
+"""The MCP server through the SDK's own client: in-process, and over stdio against the real
+``engram-mcp`` process."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+from engram_ls.core.service import Engram
+from engram_ls.mcp_server.server import create_server
+
+
+@pytest.fixture
+def tags_engram(vault_copy: Callable[[str], Path]) -> Engram:
+    engram = Engram(vault_copy("tags"))
+    engram.open()
+    engram.sync()
+    return engram
+
+
+async def call(client: Client, tool: str, args: dict[str, Any]) -> Any:
+    return await client.call_tool(tool, args)
+
+
+async def test_tools_are_listed_read_only(tags_engram: Engram) -> None:
+    async with Client(create_server(tags_engram)) as tags_client:
+        tools = {t.name: t for t in (await tags_client.list_tools()).tools}
+        assert set(tools) == {
+            "search_notes",
+            "get_session_context",
+            "read_note",
+            "list_topics",
+            "index_status",
+        }
+        for tool in tools.values():
+            assert tool.description
+            assert tool.annotations is not None and tool.annotations.read_only_hint
+
+
+async def test_search_notes_structured(tags_engram: Engram) -> None:
+    async with Client(create_server(tags_engram)) as tags_client:
+        r = await call(tags_client, "search_notes", {"tags": ["memory", "-python"]})
+        assert not r.is_error
+        data = r.structured_content
+        assert data["total"] == 2 and data["index"]["served_by"] == "index"
+        assert sorted(h["path"] for h in data["results"]) == [
+            "a-memory-upper.md",
+            "b-memory-lower.md",
+        ]
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        pytest.param(
+            {"query": "x", "date_from": "2024-13-01"}, "ENGRAM_INVALID_REQUEST", id="date"
+        ),
+        pytest.param({"query": "x", "path": "../.."}, "ENGRAM_OUTSIDE_VAULT", id="traversal"),
+        pytest.param({"query": "(", "mode": "regex"}, "ENGRAM_INVALID_REQUEST", id="regex"),
+        pytest.param({}, "ENGRAM_INVALID_REQUEST", id="nothing"),
+    ],
+)
+async def test_search_errors_are_tool_errors(
+    tags_engram: Engram, args: dict[str, Any], code: str
+) -> None:
+    async with Client(create_server(tags_engram)) as tags_client:
+        r = await call(tags_client, "search_notes", args)
+        assert r.is_error and code in r.content[0].text
+
+
+async def test_get_session_context(tags_engram: Engram) -> None:
+    async with Client(create_server(tags_engram)) as tags_client:
+        r = await call(tags_client, "get_session_context", {"query": "memory", "tags": ["python"]})
+        assert not r.is_error
+        lines = r.content[0].text.splitlines()
+        assert lines and all(
+            line.split(":")[0] in {"f-several.md", "g-undated.md"} for line in lines
+        )
+        r = await call(tags_client, "get_session_context", {"session_id": "a-memory"})
+        assert r.content[0].text.startswith("--- a-memory-upper.md ---")
+        for bad in ({}, {"session_id": "../x"}, {"session_id": "a b"}):
+            r = await call(tags_client, "get_session_context", bad)
+            assert r.is_error and "ENGRAM_INVALID_REQUEST" in r.content[0].text
+
+
+async def test_get_session_context_budget(vault_copy: Callable[[str], Path]) -> None:
+    root = vault_copy("tags")
+    for i in range(300):
+        (root / f"bulk-{i:03}.md").write_text("needle " + "x" * 200 + "\n", "utf-8")
+    engram = Engram(root)
+    engram.open()
+    engram.sync()
+    async with Client(create_server(engram)) as client:
+        r = await call(client, "get_session_context", {"query": "needle"})
+    text = r.content[0].text
+    assert "truncated" in text and len(text) <= engram.config.limits.response_chars + 200
+
+
+async def test_read_note_and_refusals(
+    tags_engram: Engram, vault_copy: Callable[[str], Path]
+) -> None:
+    async with Client(create_server(tags_engram)) as tags_client:
+        r = await call(tags_client, "read_note", {"path": "e-python.md"})
+        assert not r.is_error and "Python only" in r.content[0].text
+        r = await call(
+            tags_client, "read_note", {"path": "e-python.md", "offset": 5, "max_chars": 10}
+        )
+        assert "more characters" in r.content[0].text
+        for bad in ("../../etc/passwd", "/etc/passwd", "nope.md", ".engram/index.sqlite"):
+            r = await call(tags_client, "read_note", {"path": bad})
+            assert r.is_error, bad
+            assert "ENGRAM_" in r.content[0].text
+
+
+async def test_read_note_refuses_symlink_out(
+    vault_copy: Callable[[str], Path], tmp_path: Path
+) -> None:
+    root = vault_copy("tags")
+    secret = tmp_path / "secret.md"
+    secret.write_text("secret", "utf-8")
+    os.symlink(secret, root / "leak.md")
+    engram = Engram(root)
+    engram.open()
+    async with Client(create_server(engram)) as client:
+        r = await call(client, "read_note", {"path": "leak.md"})
+    assert r.is_error and "ENGRAM_OUTSIDE_VAULT" in r.content[0].text
+
+
+async def test_topics_and_status(tags_engram: Engram) -> None:
+    async with Client(create_server(tags_engram)) as tags_client:
+        r = await call(tags_client, "list_topics", {"prefix": "mem"})
+        assert [t["name"] for t in r.structured_content["topics"]] == [
+            "memory",
+            "Memory Leak",
+            "memory-leak",
+        ]
+        r = await call(tags_client, "index_status", {})
+        assert r.structured_content["state"] == "ready" and r.structured_content["notes"] == 9
+
+
+async def test_stdio_real_process(vault_copy: Callable[[str], Path]) -> None:
+    root = vault_copy("tags")
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "engram_ls", "mcp", str(root)]
+    )
+    async with Client(params) as client:
+        r = await call(client, "search_notes", {"tags": ["python"]})
+        assert not r.is_error and r.structured_content["total"] == 3
+        r = await call(client, "read_note", {"path": "../secret"})
+        assert r.is_error
