@@ -371,6 +371,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run the Engram MCP server over stdio; the same as the engram-mcp command.",
     )
     p.add_argument("vault", nargs="?", metavar="VAULT", help="vault folder")
+    p.add_argument("--http", action="store_true", help="serve streamable HTTP at /mcp")
+    p.add_argument("--host", default="127.0.0.1", help="HTTP address (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
     p.add_argument("--log-level", default="WARNING", help="log level on stderr")
     p.set_defaults(func=cmd_mcp)
     return parser
@@ -380,7 +383,10 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     from engram_ls.mcp_server.server import main as mcp_main
 
     root = _vault_root(args.vault)
-    return mcp_main([str(root), "--log-level", args.log_level])
+    argv = [str(root), "--log-level", args.log_level]
+    if args.http:
+        argv += ["--http", "--host", args.host, "--port", str(args.port)]
+    return mcp_main(argv)
 
 
 def cmd_lsp(args: argparse.Namespace) -> int:

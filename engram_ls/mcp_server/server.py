@@ -23,6 +23,7 @@ from pydantic import Field
 from engram_ls import __version__
 from engram_ls.core.errors import EngramError, InvalidRequest, NotFound, OutsideVault
 from engram_ls.core.service import Engram
+from engram_ls.core.watch import VaultWatcher
 
 log = logging.getLogger("engram_ls.mcp")
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True)
@@ -208,9 +209,13 @@ def _read(engram: Engram, path: str, offset: int, max_chars: int) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="engram-mcp", description="The Engram MCP server (stdio)."
+        prog="engram-mcp", description="The Engram MCP server (stdio by default)."
     )
     parser.add_argument("vault", nargs="?", default=".", help="vault folder (default: current)")
+    parser.add_argument("--http", action="store_true", help="serve streamable HTTP at /mcp")
+    parser.add_argument("--host", default="127.0.0.1", help="HTTP address (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
+    parser.add_argument("--no-watch", action="store_true", help="do not watch the vault")
     parser.add_argument("--log-level", default="WARNING", help="log level on stderr")
     args = parser.parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=getattr(logging, args.log_level.upper(), 30))
@@ -224,5 +229,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         engram.sync()
     except EngramError as exc:
         log.warning("the index could not be brought up to date: %s", exc)
-    create_server(engram).run()
+    watcher = None if args.no_watch else VaultWatcher(engram)
+    if watcher is not None:
+        watcher.start()
+    server = create_server(engram)
+    try:
+        if args.http:
+            if args.host not in ("127.0.0.1", "localhost", "::1"):
+                sys.stderr.write(
+                    f"engram-mcp: warning: serving on {args.host}, reachable beyond this "
+                    "machine; the notes are readable by anyone who can connect\n"
+                )
+            server.run(transport="streamable-http", host=args.host, port=args.port)
+        else:
+            server.run()
+    finally:
+        if watcher is not None:
+            watcher.stop()
     return 0

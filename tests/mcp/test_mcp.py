@@ -154,3 +154,58 @@ async def test_stdio_real_process(vault_copy: Callable[[str], Path]) -> None:
         assert not r.is_error and r.structured_content["total"] == 3
         r = await call(client, "read_note", {"path": "../secret"})
         assert r.is_error
+
+
+async def test_stdio_sees_files_changed_on_disk(vault_copy: Callable[[str], Path]) -> None:
+    import asyncio
+
+    root = vault_copy("tags")
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "engram_ls", "mcp", str(root)]
+    )
+    async with Client(params) as client:
+        r = await call(client, "search_notes", {"tags": ["python"]})
+        assert r.structured_content["total"] == 3
+        (root / "new.md").write_text("---\ntags: [written-by-git]\n---\nhello\n", "utf-8")
+        loop = asyncio.get_running_loop()
+        end = loop.time() + 2.0
+        while True:
+            r = await call(client, "search_notes", {"tags": ["written-by-git"]})
+            if r.structured_content["total"] == 1:
+                break
+            assert loop.time() < end, "a file written on disk was not found within 2 s"
+            await asyncio.sleep(0.05)
+
+
+async def test_streamable_http(vault_copy: Callable[[str], Path]) -> None:
+    import asyncio
+    import socket
+    import subprocess
+
+    root = vault_copy("tags")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "engram_ls.mcp_server", str(root), "--http", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        loop = asyncio.get_running_loop()
+        end = loop.time() + 20
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                assert loop.time() < end, "the HTTP server did not start"
+                await asyncio.sleep(0.1)
+        async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+            r = await call(client, "search_notes", {"tags": ["memory"]})
+            assert r.structured_content["total"] == 4
+            r = await call(client, "read_note", {"path": "/etc/passwd"})
+            assert r.is_error
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
