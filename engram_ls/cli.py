@@ -374,6 +374,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--http", action="store_true", help="serve streamable HTTP at /mcp")
     p.add_argument("--host", default="127.0.0.1", help="HTTP address (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
+    p.add_argument("--allow-write", action="store_true", help="offer the write_note tool")
     p.add_argument("--log-level", default="WARNING", help="log level on stderr")
     p.set_defaults(func=cmd_mcp)
     return parser
@@ -386,6 +387,8 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     argv = [str(root), "--log-level", args.log_level]
     if args.http:
         argv += ["--http", "--host", args.host, "--port", str(args.port)]
+    if args.allow_write:
+        argv.append("--allow-write")
     return mcp_main(argv)
 
 

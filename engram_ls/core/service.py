@@ -34,7 +34,7 @@ from engram_ls.core.search import (
     parse_request,
 )
 from engram_ls.core.sync import Change, ProgressFn, Syncer, SyncReport, read_note
-from engram_ls.core.vault import Vault
+from engram_ls.core.vault import Vault, atomic_write
 
 SERVABLE_STATES = frozenset({"ready", "stale"})
 
@@ -258,6 +258,28 @@ class Engram:
         ]
         found.sort(key=lambda t: (-t.notes, t.name.casefold()))
         return found[:limit]
+
+    def write_note(self, path: str, content: str, *, overwrite: bool = False) -> SyncReport:
+        """Write a note (atomically) and index it before returning.
+
+        Only ``.md`` paths inside the vault; an existing note is replaced only with
+        ``overwrite``.
+        """
+        rel = self.vault.rel(path)
+        if not rel or not self.vault.filter.is_note(rel):
+            raise InvalidRequest(f"not a note path of this vault (a .md file, not hidden): {path}")
+        target = self.vault.resolve_inside(rel)
+        if target.is_dir():
+            raise InvalidRequest(f"{rel} is a folder")
+        try:
+            atomic_write(target, content.encode("utf-8"), overwrite=overwrite)
+        except FileExistsError:
+            raise InvalidRequest(
+                f"{rel} exists; pass overwrite=true to replace it", data={"path": rel}
+            ) from None
+        except OSError as exc:
+            raise IndexUnavailable(f"cannot write {rel}: {exc.strerror or exc}") from exc
+        return self.apply_changes([Change("changed", rel)])
 
     def problems(self) -> list[dict[str, Any]]:
         """Every recorded note problem: ``{path, code, message, line}``, by path."""

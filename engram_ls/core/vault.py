@@ -5,9 +5,11 @@ Every path that leaves this module is vault-relative and POSIX-style (``area/202
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import stat as stat_mod
+import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
@@ -269,6 +271,28 @@ class Vault:
         if not stat_mod.S_ISREG(st.st_mode):
             return None
         return FileStat(rel_path, st.st_mtime_ns, st.st_size)
+
+
+def atomic_write(path: Path, data: bytes, *, overwrite: bool) -> None:
+    """Write ``data`` to ``path`` so that readers see the old file or the new one, never a part.
+
+    Without ``overwrite`` an existing file is left alone and FileExistsError is raised (the
+    check and the creation are one atomic step: a hard link of the finished temporary file).
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if overwrite:
+            os.replace(tmp, path)
+        else:
+            os.link(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
 
 
 def find_vault_root(start: Path) -> Path:

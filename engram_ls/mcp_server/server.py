@@ -49,8 +49,11 @@ def _budgeted(lines: list[str], budget: int) -> str:
     return "\n".join(out)
 
 
-def create_server(engram: Engram) -> MCPServer:
-    """An MCP server over one vault (no global state)."""
+WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True)
+
+
+def create_server(engram: Engram, *, allow_write: bool = False) -> MCPServer:
+    """An MCP server over one vault (no global state); write tools only with ``allow_write``."""
     mcp = MCPServer(
         name="engram",
         version=__version__,
@@ -186,6 +189,21 @@ def create_server(engram: Engram) -> MCPServer:
         """The state of the vault's index: state, note/topic/problem counts, generation."""
         return {"vault": str(engram.vault.root), **engram.status().to_dict()}
 
+    if allow_write:
+
+        @mcp.tool(annotations=WRITE)
+        def write_note(
+            path: Annotated[str, Field(description="Vault-relative path ending in .md.")],
+            content: Annotated[str, Field(description="The whole text of the note.")],
+            overwrite: Annotated[
+                bool, Field(description="Replace the note if it exists (default: refuse).")
+            ] = False,
+        ) -> dict[str, Any]:
+            """Create (or, with overwrite, replace) a note. The write is atomic and the note
+            is searchable when this returns."""
+            report = call(engram.write_note, path, content, overwrite=overwrite)
+            return {"path": engram.vault.rel(path), "generation": report.generation}
+
     return mcp
 
 
@@ -216,6 +234,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1", help="HTTP address (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
     parser.add_argument("--no-watch", action="store_true", help="do not watch the vault")
+    parser.add_argument("--allow-write", action="store_true", help="offer the write_note tool")
     parser.add_argument("--log-level", default="WARNING", help="log level on stderr")
     args = parser.parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=getattr(logging, args.log_level.upper(), 30))
@@ -232,7 +251,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     watcher = None if args.no_watch else VaultWatcher(engram)
     if watcher is not None:
         watcher.start()
-    server = create_server(engram)
+    server = create_server(engram, allow_write=args.allow_write)
     try:
         if args.http:
             if args.host not in ("127.0.0.1", "localhost", "::1"):

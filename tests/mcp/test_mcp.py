@@ -209,3 +209,40 @@ async def test_streamable_http(vault_copy: Callable[[str], Path]) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+async def test_writes_are_off_by_default(tags_engram: Engram) -> None:
+    async with Client(create_server(tags_engram)) as client:
+        names = {t.name for t in (await client.list_tools()).tools}
+        assert "write_note" not in names
+        r = await call(client, "write_note", {"path": "x.md", "content": "x"})
+        assert r.is_error
+    assert not (tags_engram.vault.root / "x.md").exists()
+
+
+async def test_write_note(tags_engram: Engram, tmp_path: Path) -> None:
+    root = tags_engram.vault.root
+    before = (root / "e-python.md").read_bytes()
+    async with Client(create_server(tags_engram, allow_write=True)) as client:
+        tool = next(t for t in (await client.list_tools()).tools if t.name == "write_note")
+        assert tool.annotations is not None and tool.annotations.destructive_hint
+        content = "---\ntags: [agent-made]\n---\n# From the agent\n\nkumquat\n"
+        r = await call(client, "write_note", {"path": "agent/new.md", "content": content})
+        assert not r.is_error, r.content
+        assert (root / "agent" / "new.md").read_text("utf-8") == content
+        r = await call(client, "search_notes", {"query": "kumquat"})
+        assert [h["path"] for h in r.structured_content["results"]] == ["agent/new.md"]
+        # refuses to replace without overwrite; the note is untouched
+        r = await call(client, "write_note", {"path": "e-python.md", "content": "gone"})
+        assert r.is_error and "overwrite" in r.content[0].text
+        assert (root / "e-python.md").read_bytes() == before
+        r = await call(
+            client, "write_note", {"path": "e-python.md", "content": "replaced", "overwrite": True}
+        )
+        assert not r.is_error
+        assert (root / "e-python.md").read_text("utf-8") == "replaced"
+        for bad in ("../escape.md", "/tmp/abs.md", "notes.txt", ".hidden/x.md", "agent"):
+            r = await call(client, "write_note", {"path": bad, "content": "x"})
+            assert r.is_error, bad
+    assert not (tmp_path / "escape.md").exists()
+    assert not any(p.name.endswith(".tmp") for p in root.rglob("*"))
