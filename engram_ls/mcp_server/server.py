@@ -160,9 +160,11 @@ def create_server(engram: Engram, *, allow_write: bool = False) -> MCPServer:
                 head = call(_read, engram, hit.path, 0, 600)
                 lines.append(f"--- {hit.path} ---")
                 lines.extend(head.rstrip("\n").split("\n"))
+        info = response.index
+        trailer = f"[index {info.state}, served by {info.served_by}, generation {info.generation}]"
         if not lines:
-            return "no matching notes"
-        return _budgeted(lines, budget)
+            return f"no matching notes\n{trailer}"
+        return _budgeted(lines, budget - len(trailer) - 1) + "\n" + trailer
 
     @mcp.tool(annotations=READ_ONLY)
     def read_note(
@@ -182,7 +184,8 @@ def create_server(engram: Engram, *, allow_write: bool = False) -> MCPServer:
         limit: Annotated[int, Field(ge=1, le=10_000, description="At most this many.")] = 100,
     ) -> dict[str, Any]:
         """The vault's topics (tags) with how many notes use each, most used first."""
-        return {"topics": [t.to_dict() for t in call(engram.topics, prefix, limit)]}
+        topics = [t.to_dict() for t in call(engram.topics, prefix, limit)]
+        return {"topics": topics, "index": engram.status().to_dict()}
 
     @mcp.tool(annotations=READ_ONLY)
     def index_status() -> dict[str, Any]:

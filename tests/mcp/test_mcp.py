@@ -78,10 +78,11 @@ async def test_get_session_context(tags_engram: Engram) -> None:
     async with Client(create_server(tags_engram)) as tags_client:
         r = await call(tags_client, "get_session_context", {"query": "memory", "tags": ["python"]})
         assert not r.is_error
-        lines = r.content[0].text.splitlines()
+        *lines, trailer = r.content[0].text.splitlines()
         assert lines and all(
             line.split(":")[0] in {"f-several.md", "g-undated.md"} for line in lines
         )
+        assert trailer.startswith("[index ready, served by index")
         r = await call(tags_client, "get_session_context", {"session_id": "a-memory"})
         assert r.content[0].text.startswith("--- a-memory-upper.md ---")
         for bad in ({}, {"session_id": "../x"}, {"session_id": "a b"}):
