@@ -11,9 +11,12 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import hashlib
 import json
 import os
+import signal
+import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
@@ -155,6 +158,16 @@ def read_rows(root: str, rel: str, config: EngramConfig, known: bytes | None) ->
     return rel, known is None, note_rows(note, st.mtime_ns, st.size, h)
 
 
+def _die_with_parent(parent: int) -> None:
+    """Parse workers end when the process that started them ends, even by SIGKILL."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # the parent died before the line above ran
+        os._exit(0)
+
+
 def _parse_chunk(
     root: str, items: list[tuple[str, bytes | None]], config: EngramConfig
 ) -> list[Result]:
@@ -270,7 +283,12 @@ class Syncer:
             for chunk in chunks:
                 yield _parse_chunk(root, chunk, self.config)
             return
-        pool: Executor = ProcessPoolExecutor(max_workers=n_workers, mp_context=get_context("fork"))
+        pool: Executor = ProcessPoolExecutor(
+            max_workers=n_workers,
+            mp_context=get_context("fork"),
+            initializer=_die_with_parent,
+            initargs=(os.getpid(),),
+        )
         try:
             yield from pool.map(
                 _parse_chunk, [root] * len(chunks), chunks, [self.config] * len(chunks)

@@ -247,6 +247,22 @@ def test_config_change_reparses_everything(vault_copy: Callable[[str], Path]) ->
         assert engram.search({"tags": ["incident"], "date_from": "2025-03-14"}).total == 0
 
 
+def _processes_with_env(marker: bytes) -> list[int]:
+    """Live (not zombie) processes whose environment holds ``marker``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            env = (entry / "environ").read_bytes().split(b"\0")
+        except (OSError, IndexError):
+            continue
+        if state != "Z" and marker in env:
+            found.append(int(entry.name))
+    return found
+
+
 def test_killed_build_resumes_to_identical_index(
     generated: Callable[..., Path], tmp_path: Path
 ) -> None:
@@ -275,6 +291,12 @@ def test_killed_build_resumes_to_identical_index(
             break
     proc.wait()
     assert proc.returncode == -signal.SIGKILL, "the build finished before it could be killed"
+    # its parse worker processes end with it (no orphans left behind)
+    marker = f"ENGRAM_INDEX={idx}".encode()
+    deadline = time.monotonic() + 5
+    while _processes_with_env(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _processes_with_env(marker) == []
     assert 0 < committed < 12000
     with Engram(root, index_path=idx) as engram:
         assert engram.status().state == "building"
