@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from collections.abc import Sequence
@@ -16,11 +15,11 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from engram_ls import __version__
-from engram_ls.core.errors import EngramError, IndexUnavailable, NotFound
+from engram_ls.core.errors import EngramError, IndexUnavailable
 from engram_ls.core.search import SearchResponse
 from engram_ls.core.service import Engram
 from engram_ls.core.sync import SyncReport
-from engram_ls.core.vault import find_vault_root
+from engram_ls.core.vault import choose_vault_root
 
 EXIT_OK = 0
 EXIT_ERROR = 2
@@ -29,20 +28,8 @@ EXIT_ERROR = 2
 # -- helpers ---------------------------------------------------------------------------------
 
 
-def _vault_root(arg: str | None) -> Path:
-    if arg:
-        root = Path(arg).expanduser()
-    elif os.environ.get("ENGRAM_VAULT"):
-        root = Path(os.environ["ENGRAM_VAULT"]).expanduser()
-    else:
-        return find_vault_root(Path.cwd())
-    if not root.is_dir():
-        raise NotFound(f"vault folder not found: {root}")
-    return root
-
-
 def _open(args: argparse.Namespace) -> Engram:
-    root = _vault_root(getattr(args, "vault", None))
+    root = choose_vault_root(getattr(args, "vault", None))
     index_path = Path(args.index).expanduser() if getattr(args, "index", None) else None
     engram = Engram(root, index_path=index_path)
     for warning in engram.config_warnings:
@@ -355,54 +342,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-sync", action="store_true", help="do not bring the index up to date first")
     common(p)
     p.set_defaults(func=cmd_topics)
-    p = sub.add_parser(
-        "lsp",
-        help="run the language server (engram-ls)",
-        description="Run the Engram language server; the same as the engram-ls command.",
-    )
-    p.add_argument("--stdio", action="store_true", help="serve over stdin/stdout (default)")
-    p.add_argument("--tcp", metavar="HOST:PORT", help="serve over TCP instead")
-    p.add_argument("--log-level", default="WARNING", help="log level on stderr")
-    p.set_defaults(func=cmd_lsp)
-
-    p = sub.add_parser(
-        "mcp",
-        help="run the MCP server (engram-mcp) over stdio",
-        description="Run the Engram MCP server over stdio; the same as the engram-mcp command.",
-    )
-    p.add_argument("vault", nargs="?", metavar="VAULT", help="vault folder")
-    p.add_argument("--http", action="store_true", help="serve streamable HTTP at /mcp")
-    p.add_argument("--host", default="127.0.0.1", help="HTTP address (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
-    p.add_argument("--allow-write", action="store_true", help="offer the write_note tool")
-    p.add_argument("--log-level", default="WARNING", help="log level on stderr")
-    p.set_defaults(func=cmd_mcp)
+    # `engram lsp ...` and `engram mcp ...` hand their arguments to the servers' own parsers.
+    sub.add_parser("lsp", help="run the language server (engram-ls); see engram lsp --help")
+    sub.add_parser("mcp", help="run the MCP server (engram-mcp); see engram mcp --help")
     return parser
-
-
-def cmd_mcp(args: argparse.Namespace) -> int:
-    from engram_ls.mcp_server.server import main as mcp_main
-
-    root = _vault_root(args.vault)
-    argv = [str(root), "--log-level", args.log_level]
-    if args.http:
-        argv += ["--http", "--host", args.host, "--port", str(args.port)]
-    if args.allow_write:
-        argv.append("--allow-write")
-    return mcp_main(argv)
-
-
-def cmd_lsp(args: argparse.Namespace) -> int:
-    from engram_ls.lsp.server import main as lsp_main
-
-    argv = ["--log-level", args.log_level]
-    if args.tcp:
-        argv += ["--tcp", args.tcp]
-    return lsp_main(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     raw = list(sys.argv[1:] if argv is None else argv)
+    if raw and raw[0] == "lsp":
+        from engram_ls.lsp.server import main as lsp_main
+
+        return lsp_main(raw[1:])
+    if raw and raw[0] == "mcp":
+        from engram_ls.mcp_server.server import main as mcp_main
+
+        return mcp_main(raw[1:])
     parser = build_parser()
     args = parser.parse_args(_tag_values(raw))
     try:

@@ -302,3 +302,17 @@ def find_vault_root(start: Path) -> Path:
         if (folder / CONFIG_DIR).is_dir():
             return folder
     return start
+
+
+def choose_vault_root(arg: str | None) -> Path:
+    """The vault a command means: ``arg``, else ``$ENGRAM_VAULT``, else the nearest folder at or
+    above the current one holding ``.engram/``, else the current folder."""
+    if arg:
+        root = Path(arg).expanduser()
+    elif os.environ.get("ENGRAM_VAULT"):
+        root = Path(os.environ["ENGRAM_VAULT"]).expanduser()
+    else:
+        return find_vault_root(Path.cwd())
+    if not root.is_dir():
+        raise NotFound(f"vault folder not found: {root}")
+    return root

@@ -12,7 +12,6 @@ import logging
 import re
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
@@ -23,6 +22,7 @@ from pydantic import Field
 from engram_ls import __version__
 from engram_ls.core.errors import EngramError, InvalidRequest, NotFound, OutsideVault
 from engram_ls.core.service import Engram
+from engram_ls.core.vault import choose_vault_root
 from engram_ls.core.watch import VaultWatcher
 
 log = logging.getLogger("engram_ls.mcp")
@@ -232,7 +232,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="engram-mcp", description="The Engram MCP server (stdio by default)."
     )
-    parser.add_argument("vault", nargs="?", default=".", help="vault folder (default: current)")
+    parser.add_argument(
+        "vault",
+        nargs="?",
+        help="vault folder (default: $ENGRAM_VAULT, else the nearest folder with .engram/, "
+        "else the current folder)",
+    )
     parser.add_argument("--http", action="store_true", help="serve streamable HTTP at /mcp")
     parser.add_argument("--host", default="127.0.0.1", help="HTTP address (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
@@ -241,9 +246,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--log-level", default="WARNING", help="log level on stderr")
     args = parser.parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=getattr(logging, args.log_level.upper(), 30))
-    root = Path(args.vault).expanduser()
-    if not root.is_dir():
-        sys.stderr.write(f"engram-mcp: error: vault folder not found: {root}\n")
+    try:
+        root = choose_vault_root(args.vault)
+    except EngramError as exc:
+        sys.stderr.write(f"engram-mcp: error: {exc.message} [{exc.code}]\n")
         return 2
     engram = Engram(root)
     engram.open()
