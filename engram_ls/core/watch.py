@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from engram_ls.core.errors import EngramError
@@ -28,9 +29,17 @@ def interesting(rel_path: str, is_dir: bool = False) -> bool:
 
 
 class VaultWatcher:
-    def __init__(self, engram: Engram, debounce_ms: int = 50) -> None:
+    """Watches one vault; each batch goes to ``on_changes`` (default: apply it at once)."""
+
+    def __init__(
+        self,
+        engram: Engram,
+        debounce_ms: int = 50,
+        on_changes: Callable[[list[Change]], object] | None = None,
+    ) -> None:
         self.engram = engram
         self.debounce_ms = debounce_ms
+        self.on_changes = on_changes
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -65,6 +74,9 @@ class VaultWatcher:
                 yield_on_timeout=False,
             ):
                 changes = [Change(kinds[c], p) for c, p in sorted(batch)]
+                if self.on_changes is not None:
+                    self.on_changes(changes)
+                    continue
                 try:
                     self.engram.apply_changes(changes)
                 except EngramError as exc:

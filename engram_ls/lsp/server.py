@@ -31,6 +31,7 @@ from pygls.protocol import (
 
 from engram_ls import __version__
 from engram_ls.core.sync import SyncReport
+from engram_ls.core.watch import VaultWatcher
 from engram_ls.lsp import convert
 from engram_ls.lsp.vaults import Vault, Vaults
 
@@ -65,8 +66,8 @@ class EngramLanguageServer(LanguageServer):
         self.settings: dict[str, Any] = {}
         self._setup: asyncio.Future[None] | None = None
         self.roots: list[Path] = []
-        self.watchers: list[asyncio.Future[None]] = []
-        """Background watcher tasks, cancelled at shutdown."""
+        self.watchers: list[VaultWatcher] = []
+        """The server's own vault watchers (when the client cannot watch), stopped at shutdown."""
         self.on_started: list[Callable[[], Awaitable[None]]] = []
         """Run once the vaults exist (their builds may still be going on)."""
         self.on_vault_ready: list[Callable[[Vault], None]] = []
@@ -180,8 +181,8 @@ class EngramLanguageServer(LanguageServer):
         return result
 
     def stop_all(self) -> None:
-        for task in self.watchers:
-            task.cancel()
+        for watcher in self.watchers:
+            watcher.stop()
         self.watchers.clear()
         self.vaults.stop()
 

@@ -12,20 +12,18 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import os
-from collections.abc import Iterable
-from pathlib import Path
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
 from engram_ls.core.sync import Change
-from engram_ls.lsp import convert
+from engram_ls.core.watch import VaultWatcher
 
 if TYPE_CHECKING:
     from engram_ls.lsp.server import EngramLanguageServer
+    from engram_ls.lsp.vaults import Vault
 
 log = logging.getLogger(__name__)
 
@@ -112,8 +110,16 @@ def register(server: EngramLanguageServer) -> None:
 
 
 def _watch_ourselves(ls: EngramLanguageServer) -> None:
+    """The core watcher per vault; its batches join the vault's ordered queue on the loop."""
+    loop = asyncio.get_running_loop()
+
+    def forward(vault: Vault) -> Callable[[list[Change]], object]:
+        return lambda changes: loop.call_soon_threadsafe(vault.submit, changes)
+
     for vault in ls.vaults:
-        ls.watchers.append(asyncio.ensure_future(_watch(ls, vault.root)))
+        watcher = VaultWatcher(vault.engram, on_changes=forward(vault))
+        watcher.start()
+        ls.watchers.append(watcher)
 
 
 async def _register_watchers(ls: EngramLanguageServer) -> None:
@@ -141,33 +147,3 @@ async def _register_watchers(ls: EngramLanguageServer) -> None:
     except Exception as exc:
         log.warning("the client refused file watching (%s); watching the vaults ourselves", exc)
         _watch_ourselves(ls)
-
-
-def _interesting(path: str) -> bool:
-    parts = Path(path).parts
-    if any(p.startswith(".") or p == "node_modules" for p in parts):
-        return False
-    name = parts[-1] if parts else ""
-    return name.endswith(".md") or "." not in name or os.path.isdir(path)
-
-
-async def _watch(ls: EngramLanguageServer, root: Path) -> None:
-    """Watch a vault for changes made outside the editor (when the client cannot)."""
-    try:
-        from watchfiles import Change as WChange
-        from watchfiles import awatch
-    except ImportError:  # pragma: no cover - watchfiles is a dependency
-        log.warning("watchfiles is not installed; changes made outside the editor are missed")
-        return
-    kinds = {WChange.added: "created", WChange.modified: "changed", WChange.deleted: "deleted"}
-    rel_root = str(root)
-
-    def keep(change: WChange, path: str) -> bool:
-        return _interesting(os.path.relpath(path, rel_root))
-
-    with contextlib.suppress(asyncio.CancelledError):
-        async for batch in awatch(root, watch_filter=keep, debounce=50, step=20, recursive=True):
-            await _submit(
-                ls,
-                [(kinds[c], convert.path_to_uri(Path(p)), None) for c, p in sorted(batch)],
-            )
