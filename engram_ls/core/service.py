@@ -78,12 +78,14 @@ class Engram:
         self.unavailable: str | None = None
         """Why the index cannot be used right now (None when it can)."""
         self._lock = threading.RLock()
+        self._opened = False
 
     # -- lifecycle -------------------------------------------------------------------------
 
     def open(self) -> None:
         """Open (or create, or replace a damaged) index. Never raises: failures mean scan."""
         with self._lock:
+            self._opened = True
             try:
                 self.index.open()
                 self.unavailable = None
@@ -115,8 +117,8 @@ class Engram:
 
     def _writing(self, work: Any) -> SyncReport:
         with self._lock:
-            if self.unavailable is not None:
-                self.open()
+            if not self._opened or self.unavailable is not None:
+                self.open()  # never write to an index that was not checked (or replaced)
                 if self.unavailable is not None:
                     raise IndexUnavailable(self.unavailable)
             for attempt in range(2):

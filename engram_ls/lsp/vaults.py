@@ -61,6 +61,9 @@ class Vault:
 
     async def _flush(self, debounce: float) -> None:
         try:
+            if self.build is not None and not self.build.done():
+                # Changes during the first build wait for it: it opens (or replaces) the index.
+                await asyncio.wait([self.build])
             while self._pending:
                 if debounce:
                     await asyncio.sleep(debounce)
