@@ -80,6 +80,13 @@ class Engram:
         self._lock = threading.RLock()
         self._opened = False
 
+    @property
+    def readable(self) -> bool:
+        """Whether reads may use the index: it was opened (checked, created or replaced) and
+        is usable. Before ``open`` nothing touches the file: a read of a file that is not set
+        up yet would look like damage and have it moved aside under the opening thread."""
+        return self._opened and self.unavailable is None
+
     # -- lifecycle -------------------------------------------------------------------------
 
     def open(self) -> None:
@@ -146,14 +153,14 @@ class Engram:
     # -- reading ---------------------------------------------------------------------------
 
     def status(self) -> IndexStatus:
-        if self.unavailable is None:
+        if self.readable:
             try:
                 return self.index.status()
             except sqlite3.Error as exc:
                 if db.is_corruption(exc):
                     self._recover_quietly()
         return IndexStatus(
-            state="failed",
+            state="failed" if self._opened else "empty",
             generation=0,
             updated_at=None,
             notes=0,
@@ -187,7 +194,7 @@ class Engram:
         served: IndexInfo | None = None
         hits: list[Any] = []
         total = 0
-        if self.unavailable is None:
+        if self.readable:
             try:
                 conn = self.index.conn()
                 conn.set_progress_handler(lambda: 1 if _expired(plan) else 0, 2000)
@@ -240,7 +247,7 @@ class Engram:
         if limit < 1 or limit > 10_000:
             raise InvalidRequest("limit must be between 1 and 10000")
         key = prefix.strip().lstrip("#").casefold()
-        if self.unavailable is None:
+        if self.readable:
             try:
                 conn = self.index.conn()
                 with db.read_tx(conn):
@@ -285,7 +292,7 @@ class Engram:
 
     def problems(self) -> list[dict[str, Any]]:
         """Every recorded note problem: ``{path, code, message, line}``, by path."""
-        if self.unavailable is not None:
+        if not self.readable:
             return []
         try:
             return self.index.problems()
@@ -309,7 +316,7 @@ class Engram:
         newest note using it, on the line that names it (else line 1).
         """
         cap = self.config.limits.workspace_symbols if limit is None else limit
-        if self.unavailable is not None or cap < 1 or (cancel is not None and cancel.is_set()):
+        if not self.readable or cap < 1 or (cancel is not None and cancel.is_set()):
             return []
         deadline = time.monotonic() + self.config.limits.deadline_ms / 1000
         try:
