@@ -92,12 +92,15 @@ class Engram:
     def open(self) -> None:
         """Open (or create, or replace a damaged) index. Never raises: failures mean scan."""
         with self._lock:
-            self._opened = True
             try:
                 self.index.open()
                 self.unavailable = None
             except IndexUnavailable as exc:
                 self.unavailable = exc.message
+            finally:
+                # Only now may readers use the file: a reader racing the opening thread would
+                # see a file without tables, take it for damage and move it aside.
+                self._opened = True
 
     def close(self) -> None:
         self.index.close()

@@ -130,7 +130,12 @@ class EngramLanguageServer(LanguageServer):
             callback(vault, report)
 
     async def _build(self, vault: Vault) -> SyncReport | None:
-        await self.run(vault.engram.open)
+        try:
+            await self.run(vault.engram.open)
+        except Exception as exc:  # open() reports failures itself; anything else is a bug
+            log.exception("opening the index of %s failed", vault.root)
+            self.message(f"Engram: opening the index of {vault.root} failed: {exc}")
+            return None
         if vault.engram.unavailable:
             self.message(
                 f"Engram: the index of {vault.root} cannot be used ({vault.engram.unavailable});"

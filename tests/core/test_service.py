@@ -4,6 +4,7 @@ created, several processes on one index."""
 from __future__ import annotations
 
 import multiprocessing
+import shutil
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -86,3 +87,37 @@ def test_two_processes_write_one_index(vault_copy: Callable[[str], Path], tmp_pa
     with Engram(root, index_path=index) as engram:
         engram.sync()
         assert engram.search({"query": "writer"}).total == 7
+
+
+def test_reads_racing_the_first_open_never_move_the_index_aside(
+    vault_copy: Callable[[str], Path],
+) -> None:
+    """A status or search while another thread opens a new index must not take the half-made
+    file for damage (the language server answers engram/status during its first build)."""
+    root = vault_copy("tags")
+    for _ in range(8):
+        shutil.rmtree(root / ".engram", ignore_errors=True)
+        engram = Engram(root)
+        stop = threading.Event()
+        errors: list[BaseException] = []
+
+        def read() -> None:
+            try:
+                while not stop.is_set():
+                    engram.status()
+                    engram.search({"query": "", "tags": ["python"]})
+            except BaseException as exc:  # reported below
+                errors.append(exc)
+
+        readers = [threading.Thread(target=read) for _ in range(2)]
+        for t in readers:
+            t.start()
+        engram.open()
+        engram.sync()
+        stop.set()
+        for t in readers:
+            t.join()
+        assert not errors
+        assert engram.status().state == "ready"
+        assert sorted(p.name for p in (root / ".engram").iterdir() if "corrupt" in p.name) == []
+        engram.close()

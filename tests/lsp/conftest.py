@@ -84,7 +84,8 @@ async def wait_ready(client: LanguageClient, timeout: float = 60) -> dict[str, A
         if vaults and all(v["state"] == "ready" and not v["building"] for v in vaults):
             return status  # type: ignore[no-any-return]
         if loop.time() > end:
-            raise AssertionError(f"index not ready: {status}")
+            shown = [m.message for m in client.messages]
+            raise AssertionError(f"index not ready: {status}; messages: {shown}")
         await asyncio.sleep(0.05)
 
 
