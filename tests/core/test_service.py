@@ -89,6 +89,35 @@ def test_two_processes_write_one_index(vault_copy: Callable[[str], Path], tmp_pa
         assert engram.search({"query": "writer"}).total == 7
 
 
+def _open_while_reading(root: Path) -> list[BaseException]:
+    """Open and build a fresh index while two threads read status and search."""
+    engram = Engram(root)
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def read() -> None:
+        try:
+            while not stop.is_set():
+                engram.status()
+                engram.search({"query": "", "tags": ["python"]})
+        except BaseException as exc:  # reported by the caller
+            errors.append(exc)
+
+    readers = [threading.Thread(target=read) for _ in range(2)]
+    for t in readers:
+        t.start()
+    try:
+        engram.open()
+        engram.sync()
+    finally:
+        stop.set()
+        for t in readers:
+            t.join()
+    assert engram.status().state == "ready"
+    engram.close()
+    return errors
+
+
 def test_reads_racing_the_first_open_never_move_the_index_aside(
     vault_copy: Callable[[str], Path],
 ) -> None:
@@ -97,27 +126,5 @@ def test_reads_racing_the_first_open_never_move_the_index_aside(
     root = vault_copy("tags")
     for _ in range(8):
         shutil.rmtree(root / ".engram", ignore_errors=True)
-        engram = Engram(root)
-        stop = threading.Event()
-        errors: list[BaseException] = []
-
-        def read() -> None:
-            try:
-                while not stop.is_set():
-                    engram.status()
-                    engram.search({"query": "", "tags": ["python"]})
-            except BaseException as exc:  # reported below
-                errors.append(exc)
-
-        readers = [threading.Thread(target=read) for _ in range(2)]
-        for t in readers:
-            t.start()
-        engram.open()
-        engram.sync()
-        stop.set()
-        for t in readers:
-            t.join()
-        assert not errors
-        assert engram.status().state == "ready"
-        assert sorted(p.name for p in (root / ".engram").iterdir() if "corrupt" in p.name) == []
-        engram.close()
+        assert _open_while_reading(root) == []
+        assert [p.name for p in (root / ".engram").iterdir() if "corrupt" in p.name] == []
