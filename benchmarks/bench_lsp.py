@@ -1,10 +1,24 @@
-"""Language server benchmark: requests through the real ``engram-ls`` over stdio.
+"""Language server benchmark: everything through the real ``engram-ls`` over stdio.
 
-    python benchmarks/bench_lsp.py VAULT [--index FILE] [--repeat N] [--json OUT]
+    python benchmarks/bench_lsp.py VAULT [--index FILE] [--repeat N] [--no-cold] [--json OUT]
 
-Starts ``engram-ls`` on VAULT (optionally with an existing index file, via ENGRAM_INDEX),
-waits until the index is ready, then measures p50/p95 of ``engram/search`` for a fixed query
-mix, ``workspace/symbol``, frontmatter completion, and save → visible in ``engram/search``.
+Three server sessions on VAULT, each a new ``engram-ls`` process (index file from ``--index``,
+passed as ENGRAM_INDEX; a temporary one when absent):
+
+1. cold: the index file is deleted, the server builds it; time to ready (notes/s) and the peak
+   RSS of the server and its parse worker together.
+2. a VS Code-like client (dynamic file watching, file operations): warm start (process start,
+   index present, nothing changed) to ready; ``engram/search`` over the query mix (with ``rg``
+   scanning the vault for the same text as the baseline, in the same run); ``workspace/symbol``;
+   frontmatter completion; ``didSave`` → visible; 1,000 new files reported by
+   ``workspace/didChangeWatchedFiles`` (create, then modify); ``workspace/didRenameFiles`` of
+   their folder (exactly 1,000 notes); ``didDeleteFiles`` of it.
+3. a Neovim-like client (no file watching: the server watches the vault itself): the same
+   create / modify / rename / delete of 1,000 files, done on disk only.
+
+Each timing is p50/p95/p99 over repeated runs; each batch is timed until ``engram/search`` shows
+all of it. The batch folder ``_engram-bench/`` is removed afterwards and the saved note restored,
+so the vault ends as it began.
 """
 
 from __future__ import annotations
@@ -13,7 +27,9 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -24,197 +40,449 @@ from pygls.lsp.client import LanguageClient
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import benchlib as b
 import generate_vault as g
 
 from engram_ls.lsp.server import converter_factory
 
+BATCH = 1000
+BENCH_DIR = "_engram-bench"
+BATCH_TAG = "engram-bench-batch"
+TIMEOUT_S = 120.0
 
-def pct(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[max(0, min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1))))]
 
-
-def _status_kb(client: LanguageClient, field: str) -> float | None:
-    proc = getattr(client, "_server", None)
-    pid = getattr(proc, "pid", None)
+def capabilities(preset: str) -> types.ClientCapabilities:
+    """pytest-lsp's editor presets when installed (dev extra), else the parts Engram reads."""
     try:
-        with open(f"/proc/{pid}/status", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith(field + ":"):
-                    return round(int(line.split()[1]) / 1024, 1)
-    except OSError:
-        return None
-    return None
+        from pytest_lsp import client_capabilities
+
+        caps = client_capabilities(preset)
+    except ImportError:
+        caps = types.ClientCapabilities()
+    ws = caps.workspace or types.WorkspaceClientCapabilities()
+    if preset == "visual-studio-code":
+        ws.file_operations = types.FileOperationClientCapabilities(
+            dynamic_registration=True, did_create=True, did_rename=True, did_delete=True
+        )
+        ws.did_change_watched_files = types.DidChangeWatchedFilesClientCapabilities(
+            dynamic_registration=True
+        )
+    else:  # Neovim on Linux: no dynamic file watching; the server watches by itself
+        ws.did_change_watched_files = types.DidChangeWatchedFilesClientCapabilities(
+            dynamic_registration=False
+        )
+    caps.workspace = ws
+    window = caps.window or types.WindowClientCapabilities()
+    window.work_done_progress = True
+    caps.window = window
+    return caps
 
 
-def rss_mib(client: LanguageClient) -> float | None:
-    return _status_kb(client, "VmRSS")
+class Session:
+    """One ``engram-ls`` process and a client that answers what the server asks of it."""
 
+    def __init__(self, vault: Path, index: Path, preset: str) -> None:
+        self.vault, self.index, self.preset = vault, index, preset
+        self.client = LanguageClient("engram-bench", "1", converter_factory=converter_factory)
+        self.pid = 0
+        self.notes = 0
+        self.after_initialized_s = 0.0
+        self.registrations: list[str] = []
+        c = self.client
 
-def peak_rss_mib(client: LanguageClient) -> float | None:
-    return _status_kb(client, "VmHWM")
+        @c.feature(types.CLIENT_REGISTER_CAPABILITY)
+        def _register(params: types.RegistrationParams) -> None:
+            self.registrations += [r.method for r in params.registrations]
 
+        @c.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)
+        def _progress_create(params: Any) -> None:
+            return None
 
-async def timed(n: int, fn: Any) -> tuple[float, float, Any]:
-    times = []
-    result = None
-    for _ in range(n):
+        @c.feature(types.WORKSPACE_CONFIGURATION)
+        def _configuration(params: types.ConfigurationParams) -> list[Any]:
+            return [None for _ in params.items]
+
+        for method in (types.PROGRESS, types.WINDOW_LOG_MESSAGE, types.WINDOW_SHOW_MESSAGE):
+            c.feature(method)(lambda params: None)
+        c.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)(lambda params: None)
+
+    async def start(self) -> float:
+        """Start the process and initialize; seconds from process start to a ready index."""
+        env = {**os.environ, "ENGRAM_INDEX": str(self.index)}
         t0 = time.perf_counter()
-        result = await fn()
-        times.append((time.perf_counter() - t0) * 1000)
-    return round(pct(times, 50), 2), round(pct(times, 95), 2), result
-
-
-async def run(vault: Path, index: Path | None, repeat: int) -> dict[str, Any]:
-    client = LanguageClient("engram-bench", "1", converter_factory=converter_factory)
-
-    @client.feature(types.CLIENT_REGISTER_CAPABILITY)
-    def _register(params: Any) -> None:
-        return None
-
-    env = dict(os.environ)
-    if index is not None:
-        env["ENGRAM_INDEX"] = str(index)
-    await client.start_io(sys.executable, "-m", "engram_ls.lsp", env=env)
-    caps = types.ClientCapabilities(
-        workspace=types.WorkspaceClientCapabilities(
-            did_change_watched_files=types.DidChangeWatchedFilesClientCapabilities(
-                dynamic_registration=True
+        await self.client.start_io(sys.executable, "-m", "engram_ls.lsp", env=env)
+        self.pid = self.client._server.pid  # type: ignore[union-attr]
+        await self.client.initialize_async(
+            types.InitializeParams(
+                capabilities=capabilities(self.preset),
+                workspace_folders=[
+                    types.WorkspaceFolder(uri=self.vault.as_uri(), name=self.vault.name)
+                ],
             )
         )
-    )
-    await client.initialize_async(
-        types.InitializeParams(
-            capabilities=caps,
-            workspace_folders=[types.WorkspaceFolder(uri=vault.as_uri(), name=vault.name)],
-        )
-    )
-    client.initialized(types.InitializedParams())
-    out: dict[str, Any] = {"vault": str(vault)}
-    t0 = time.perf_counter()
-    while True:
-        status = await client.protocol.send_request_async("engram/status", {})
-        v = status["vaults"][0]
-        if v["state"] == "ready" and not v["building"]:
-            break
-        await asyncio.sleep(0.05)
-    out["ready_s"] = round(time.perf_counter() - t0, 2)
-    out["notes"] = v["notes"]
-    out["server_rss_mib_ready"] = rss_mib(client)
+        self.client.initialized(types.InitializedParams())
+        t_init = time.perf_counter()
+        while True:
+            status = await self.request("engram/status", {})
+            v = status["vaults"][0] if status["vaults"] else {}
+            if v.get("state") == "ready" and not v.get("building"):
+                break
+            if time.perf_counter() - t0 > TIMEOUT_S * 5:
+                raise TimeoutError(f"index not ready: {status}")
+            await asyncio.sleep(0.02)
+        self.notes = int(v["notes"])
+        self.after_initialized_s = time.perf_counter() - t_init
+        return time.perf_counter() - t0
 
-    topic, word, rare = g.COMMON_TOPICS[0], g.COMMON_WORDS[0], g.RARE_WORDS[0]
-    year = {"date_from": "2021-01-01", "date_to": "2021-12-31"}
-    mix = {
-        "tag": {"tags": [topic]},
-        "tag+date": {"tags": [topic], **year},
-        "text rare": {"query": rare},
-        "text common": {"query": word},
-        "text+tag+date": {"query": word, "tags": [topic], **year},
-    }
-    rows = {}
-    for name, params in mix.items():
+    async def request(self, method: str, params: Any) -> Any:
+        return await asyncio.wait_for(
+            self.client.protocol.send_request_async(method, params), TIMEOUT_S
+        )
+
+    async def search(self, **params: Any) -> dict[str, Any]:
+        result: dict[str, Any] = await self.request("engram/search", params)
+        return result
+
+    async def total(self, **params: Any) -> int:
+        return int((await self.search(limit=1, **params))["total"])
+
+    async def until_total(self, expected: int, t0: float, **params: Any) -> float:
+        """Poll ``engram/search`` until its total is ``expected``; ms since ``t0``."""
+        while True:
+            if await self.total(**params) == expected:
+                return (time.perf_counter() - t0) * 1000
+            if time.perf_counter() - t0 > TIMEOUT_S:
+                got = await self.total(**params)
+                raise TimeoutError(f"{params}: total {got}, expected {expected}")
+            await asyncio.sleep(0.005)
+
+    def notify_files(self, kind: str, changes: list[tuple[Path, Path | None]]) -> None:
+        """Report file operations or watched-file events as VS Code does."""
+        c = self.client
+        if kind == "rename":
+            c.workspace_did_rename_files(
+                types.RenameFilesParams(
+                    files=[
+                        types.FileRename(old_uri=a.as_uri(), new_uri=n.as_uri())
+                        for a, n in changes
+                        if n is not None
+                    ]
+                )
+            )
+        elif kind == "delete":
+            c.workspace_did_delete_files(
+                types.DeleteFilesParams(
+                    files=[types.FileDelete(uri=a.as_uri()) for a, _ in changes]
+                )
+            )
+        else:
+            ftype = {
+                "created": types.FileChangeType.Created,
+                "changed": types.FileChangeType.Changed,
+            }[kind]
+            c.workspace_did_change_watched_files(
+                types.DidChangeWatchedFilesParams(
+                    changes=[types.FileEvent(uri=a.as_uri(), type=ftype) for a, _ in changes]
+                )
+            )
+
+    async def stop(self) -> None:
+        try:
+            await asyncio.wait_for(self.client.shutdown_async(None), 30)
+            self.client.exit(None)
+        finally:
+            await self.client.stop()
+
+
+def _remove_index(index: Path) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(str(index) + suffix).unlink(missing_ok=True)
+
+
+async def cold(vault: Path, index: Path) -> dict[str, Any]:
+    """A server that finds no index builds it: notes/s and peak memory of the process tree."""
+    _remove_index(index)
+    s = Session(vault, index, "visual-studio-code")
+    try:
+        t0 = time.perf_counter()
+        start = asyncio.ensure_future(s.start())
+        while not s.pid:
+            await asyncio.sleep(0.001)
+        with b.RssSampler(s.pid, 0.05) as rss:
+            await start
+        seconds = time.perf_counter() - t0
+        return {
+            "notes": s.notes,
+            "ready_s": round(seconds, 2),
+            "build_s": round(s.after_initialized_s, 2),
+            "notes_per_s": round(s.notes / seconds),
+            "peak_rss_mib_tree": round(rss.peak, 1),
+            "peak_rss_mib_server": b.peak_rss_mib(s.pid),
+            "index_mib": round(index.stat().st_size / 2**20, 1),
+        }
+    finally:
+        await s.stop()
+
+
+async def queries(s: Session, vault: Path, runs: int) -> dict[str, Any]:
+    rows: dict[str, Any] = {}
+    for name, params, baseline in b.query_mix():
 
         async def one(params: dict[str, Any] = params) -> Any:
-            return await client.protocol.send_request_async("engram/search", params)
+            return await s.search(**params)
 
-        p50, p95, res = await timed(repeat, one)
-        rows[name] = {"p50_ms": p50, "p95_ms": p95, "total": res["total"]}
-    out["engram/search"] = rows
+        stats, res = await b.timed(one, runs)
+        row = {**stats, "total": res["total"], "served_by": res["index"]["served_by"]}
+        if baseline is not None:
+            row["rg_ms"] = b.rg_ms(vault, baseline["pattern"], regex=baseline.get("regex", False))
+            row["rg_ratio_p50"] = round(row["rg_ms"] / max(row["p50_ms"], 0.001), 1)
+        rows[name] = row
+    return rows
 
-    symbols = {}
+
+async def symbols(s: Session, runs: int) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     for q in ("qu", g.RARE_WORDS[1][:6], "idxq", "memory leak"):
 
         async def sym(q: str = q) -> Any:
-            return await client.workspace_symbol_async(types.WorkspaceSymbolParams(query=q))
+            return await s.client.workspace_symbol_async(types.WorkspaceSymbolParams(query=q))
 
-        try:
-            p50, p95, res = await timed(repeat, sym)
-            symbols[q] = {"p50_ms": p50, "p95_ms": p95, "results": len(res or [])}
-        except Exception as exc:  # the feature may be absent in this build
-            symbols[q] = {"error": str(exc)}
-    out["workspace/symbol"] = symbols
+        stats, res = await b.timed(sym, runs)
+        out[q] = {**stats, "results": len(res or [])}
+    return out
 
-    note = next(vault.rglob("*.md"))
-    text = note.read_text(encoding="utf-8")
+
+async def completion_and_save(s: Session, vault: Path, runs: int) -> dict[str, Any]:
+    """Frontmatter completion in an open note, and didSave → visible (the note is restored)."""
+    note = next(p for p in sorted((vault / "area-00").rglob("*.md")))
+    original = note.read_bytes()
+    text = original.decode("utf-8")
     uri = note.as_uri()
-    client.text_document_did_open(
+    c = s.client
+    c.text_document_did_open(
         types.DidOpenTextDocumentParams(
             text_document=types.TextDocumentItem(
                 uri=uri, language_id="markdown", version=1, text=text
             )
         )
     )
+    out: dict[str, Any] = {}
     lines = text.split("\n")
-    tag_line = next((i for i, line in enumerate(lines) if line.startswith("tags:")), None)
-    if tag_line is not None:
-        original = lines[tag_line]
-        lines[tag_line] = "tags: [py"
-        client.text_document_did_change(
-            types.DidChangeTextDocumentParams(
-                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
-                content_changes=[
-                    types.TextDocumentContentChangeWholeDocument(text="\n".join(lines))
-                ],
+    tag_line = next(i for i, line in enumerate(lines) if line.startswith("tags:"))
+    lines[tag_line] = "tags: [py"
+    c.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text="\n".join(lines))],
+        )
+    )
+    pos = types.Position(line=tag_line, character=len("tags: [py"))
+
+    async def complete() -> Any:
+        return await c.text_document_completion_async(
+            types.CompletionParams(
+                text_document=types.TextDocumentIdentifier(uri=uri), position=pos
             )
         )
-        pos = types.Position(line=tag_line, character=len("tags: [py"))
 
-        async def complete() -> Any:
-            return await client.text_document_completion_async(
-                types.CompletionParams(
-                    text_document=types.TextDocumentIdentifier(uri=uri), position=pos
-                )
-            )
+    stats, res = await b.timed(complete, runs)
+    items = res.items if hasattr(res, "items") else (res or [])
+    out["completion"] = {**stats, "items": len(items)}
+    c.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=3),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
+        )
+    )
 
-        try:
-            p50, p95, res = await timed(repeat, complete)
-            items = res.items if hasattr(res, "items") else (res or [])
-            out["completion"] = {"p50_ms": p50, "p95_ms": p95, "items": len(items)}
-        except Exception as exc:
-            out["completion"] = {"error": str(exc)}
-        lines[tag_line] = original
-
-    original_bytes = note.read_bytes()
-    save_times = []
+    saves = []
+    saved = types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
     try:
-        for i in range(repeat):
-            word_i = f"lspsaved{i}q"
-            note.write_bytes(original_bytes + f"\n{word_i}\n".encode())
+        for i in range(max(5, min(runs, 50))):
+            word = f"lspsaved{i}q"
+            note.write_bytes(original + f"\n{word}\n".encode())
             t0 = time.perf_counter()
-            client.text_document_did_save(
-                types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
-            )
-            res = await client.protocol.send_request_async("engram/search", {"query": word_i})
-            save_times.append((time.perf_counter() - t0) * 1000)
+            c.text_document_did_save(saved)
+            res = await s.search(query=word, limit=1)
+            saves.append((time.perf_counter() - t0) * 1000)
             assert res["total"] == 1, res
     finally:
-        note.write_bytes(original_bytes)
-        client.text_document_did_save(
-            types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
-        )
-    out["save->visible"] = {
-        "p50_ms": round(pct(save_times, 50), 2),
-        "p95_ms": round(pct(save_times, 95), 2),
+        note.write_bytes(original)
+        c.text_document_did_save(saved)
+        await s.total(query="lspsaved0q")
+    out["save->visible"] = b.summary(saves)
+    c.text_document_did_close(
+        types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    return out
+
+
+def _batch_note(i: int, word: str) -> bytes:
+    return (
+        f"---\ntitle: Bench batch {i}\ntags: [{BATCH_TAG}]\ndate: 2024-05-{1 + i % 28:02d}\n---\n"
+        f"# Bench batch {i}\n\nA note written by the benchmark, {word} and more words.\n"
+    ).encode()
+
+
+def _write_batch(folder: Path, word: str) -> tuple[list[Path], float]:
+    folder.mkdir(parents=True, exist_ok=True)
+    files = [folder / f"batch-{i:04d}.md" for i in range(BATCH)]
+    t0 = time.perf_counter()
+    for i, f in enumerate(files):
+        f.write_bytes(_batch_note(i, word))
+    return files, (time.perf_counter() - t0) * 1000
+
+
+async def batches(s: Session, vault: Path) -> dict[str, Any]:
+    """1,000 files created, then modified, then their folder renamed, then deleted.
+
+    VS Code-like: each step is done on disk, then reported (didChangeWatchedFiles with 1,000
+    events, didRenameFiles / didDeleteFiles of the folder); timed from the report.
+    Neovim-like: done on disk only, the server's own watcher finds it; timed from the last
+    write (``from_first_write_ms`` includes the writing).
+    """
+    vscode = s.preset == "visual-studio-code"
+    root = vault / BENCH_DIR
+    folder, renamed = root / "batch", root / "renamed"
+    out: dict[str, Any] = {}
+    try:
+        # Created.
+        t_first = time.perf_counter()
+        files, write_ms = _write_batch(folder, "benchfirstq")
+        t0 = time.perf_counter()
+        if vscode:
+            s.notify_files("created", [(f, None) for f in files])
+        ms = await s.until_total(BATCH, t0, tags=[BATCH_TAG])
+        out["create 1000"] = _row(ms, write_ms, t_first, t0)
+        # Modified.
+        t_first = time.perf_counter()
+        _, write_ms = _write_batch(folder, "benchsecondq")
+        t0 = time.perf_counter()
+        if vscode:
+            s.notify_files("changed", [(f, None) for f in files])
+        ms = await s.until_total(BATCH, t0, query="benchsecondq")
+        out["modify 1000"] = _row(ms, write_ms, t_first, t0)
+        # A folder of exactly 1,000 notes renamed.
+        t_first = time.perf_counter()
+        folder.rename(renamed)
+        t0 = time.perf_counter()
+        if vscode:
+            s.notify_files("rename", [(folder, renamed)])
+        rel = f"{BENCH_DIR}/renamed"
+        ms = await s.until_total(BATCH, t0, tags=[BATCH_TAG], path=rel)
+        out["rename folder of 1000"] = _row(ms, 0.0, t_first, t0)
+        assert await s.total(tags=[BATCH_TAG]) == BATCH
+        # Deleted.
+        t_first = time.perf_counter()
+        shutil.rmtree(root)
+        t0 = time.perf_counter()
+        if vscode:
+            s.notify_files("delete", [(root, None)])
+        ms = await s.until_total(0, t0, tags=[BATCH_TAG])
+        out["delete folder of 1000"] = _row(ms, 0.0, t_first, t0)
+    finally:
+        if root.exists():
+            shutil.rmtree(root)
+            if vscode:
+                s.notify_files("delete", [(root, None)])
+            await s.until_total(0, time.perf_counter(), tags=[BATCH_TAG])
+    return out
+
+
+def _row(ms: float, write_ms: float, t_first: float, t0: float) -> dict[str, float]:
+    return {
+        "ms": round(ms, 1),
+        "write_ms": round(write_ms, 1),
+        "from_first_write_ms": round(ms + (t0 - t_first) * 1000, 1),
     }
-    out["server_rss_mib_end"] = rss_mib(client)
-    out["server_peak_rss_mib"] = peak_rss_mib(client)
-    await client.shutdown_async(None)
-    client.exit(None)
-    await client.stop()
+
+
+async def watcher_live(s: Session, vault: Path) -> None:
+    """Wait until the server's own watcher reports files (it starts after the index opens)."""
+    probe = vault / BENCH_DIR / "probe.md"
+    probe.parent.mkdir(parents=True, exist_ok=True)
+    deadline = time.perf_counter() + TIMEOUT_S
+    i = 0
+    try:
+        while True:
+            i += 1
+            word = f"benchprobe{i}q"
+            probe.write_text(f"# probe\n\n{word}\n", encoding="utf-8")
+            t0 = time.perf_counter()
+            while time.perf_counter() - t0 < 1.0:
+                if await s.total(query=word) == 1:
+                    return
+                await asyncio.sleep(0.02)
+            if time.perf_counter() > deadline:
+                raise TimeoutError("the server's watcher never reported a change")
+    finally:
+        shutil.rmtree(probe.parent, ignore_errors=True)
+        await s.until_total(0, time.perf_counter(), query=f"benchprobe{i}q")
+
+
+async def editor_session(
+    vault: Path, index: Path, preset: str, runs: int, *, full: bool
+) -> dict[str, Any]:
+    s = Session(vault, index, preset)
+    out: dict[str, Any] = {"preset": preset}
+    try:
+        out["warm_start_s"] = round(await s.start(), 2)
+        out["notes"] = s.notes
+        out["server_rss_mib_ready"] = b.rss_mib(s.pid)
+        with b.RssSampler(s.pid, 0.1) as rss:
+            if full:
+                out["engram/search"] = await queries(s, vault, runs)
+                out["workspace/symbol"] = await symbols(s, runs)
+                out.update(await completion_and_save(s, vault, runs))
+            if preset != "visual-studio-code":
+                await watcher_live(s, vault)
+            out["batches"] = await batches(s, vault)
+        out["server_rss_mib_end"] = b.rss_mib(s.pid)
+        out["server_peak_rss_mib"] = b.peak_rss_mib(s.pid)
+        out["peak_rss_mib_tree_sampled"] = round(rss.peak, 1)
+        if full:
+            assert await s.total(tags=[g.COMMON_TOPICS[0]]) == out["engram/search"]["tag"]["total"]
+    finally:
+        await s.stop()
+    return out
+
+
+async def run_all(
+    vault: Path, index: Path, runs: int, *, cold_build: bool = True
+) -> dict[str, Any]:
+    vault = vault.resolve()
+    if (vault / BENCH_DIR).exists():  # left by an interrupted run: the warm start drops it
+        shutil.rmtree(vault / BENCH_DIR)
+    out: dict[str, Any] = {"vault_notes": None}
+    if cold_build or not index.exists():
+        out["cold"] = await cold(vault, index)
+    out["vscode"] = await editor_session(vault, index, "visual-studio-code", runs, full=True)
+    out["neovim"] = await editor_session(vault, index, "neovim", runs, full=False)
+    out["vault_notes"] = out["vscode"]["notes"]
     return out
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("vault", type=Path)
-    ap.add_argument("--index", type=Path, default=None)
-    ap.add_argument("--repeat", type=int, default=30)
+    ap.add_argument("--index", type=Path, default=None, help="index file (default: a temp one)")
+    ap.add_argument("--repeat", type=int, default=100, help="runs per request (time-capped)")
+    ap.add_argument("--no-cold", action="store_true", help="reuse --index, skip the cold build")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
-    out = asyncio.run(run(args.vault.resolve(), args.index, args.repeat))
+    tmp = None
+    index = args.index
+    if index is None:
+        tmp = Path(tempfile.mkdtemp(prefix="engram-bench-"))
+        index = tmp / "index.sqlite"
+    try:
+        out = asyncio.run(run_all(args.vault, index, args.repeat, cold_build=not args.no_cold))
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
     print(json.dumps(out, indent=2))
     if args.json:
-        args.json.write_text(json.dumps(out, indent=2))
+        args.json.write_text(json.dumps(out, indent=2) + "\n")
     return 0
 
 

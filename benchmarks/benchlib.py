@@ -1,0 +1,197 @@
+"""Helpers shared by the benchmarks: percentiles, timing loops, process memory, the query mix
+and the ripgrep baseline. Not a benchmark itself."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import generate_vault as g
+
+from engram_ls.core.ripgrep import rg_binary
+
+
+def pct(values: list[float], p: float) -> float:
+    """Nearest-rank percentile (p in 0..100) of a non-empty list."""
+    ordered = sorted(values)
+    return ordered[max(0, min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1))))]
+
+
+def summary(times_ms: list[float]) -> dict[str, Any]:
+    """p50/p95/p99 in milliseconds and the number of runs they come from."""
+    return {
+        "p50_ms": round(pct(times_ms, 50), 2),
+        "p95_ms": round(pct(times_ms, 95), 2),
+        "p99_ms": round(pct(times_ms, 99), 2),
+        "runs": len(times_ms),
+    }
+
+
+async def timed(
+    fn: Callable[[], Awaitable[Any]], runs: int, budget_s: float = 8.0, min_runs: int = 5
+) -> tuple[dict[str, Any], Any]:
+    """Await ``fn`` ``runs`` times (fewer when it would exceed ``budget_s``, never fewer than
+    ``min_runs``); one untimed warm-up call first. Returns the summary and the last result."""
+    result = await fn()
+    times: list[float] = []
+    start = time.perf_counter()
+    for i in range(runs):
+        t0 = time.perf_counter()
+        result = await fn()
+        times.append((time.perf_counter() - t0) * 1000)
+        if i + 1 >= min_runs and time.perf_counter() - start > budget_s:
+            break
+    return summary(times), result
+
+
+# -- memory ------------------------------------------------------------------------------------
+
+
+def _status_mib(pid: int, field: str) -> float | None:
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+def _children(pid: int) -> list[int]:
+    out: list[int] = []
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/children", encoding="ascii") as fh:
+                out.extend(int(c) for c in fh.read().split())
+    except OSError:
+        pass
+    return out
+
+
+def tree_pids(pid: int) -> list[int]:
+    """``pid`` and all its descendants (Linux /proc)."""
+    seen, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        seen.append(p)
+        todo.extend(_children(p))
+    return seen
+
+
+def rss_mib(pid: int) -> float | None:
+    value = _status_mib(pid, "VmRSS")
+    return None if value is None else round(value, 1)
+
+
+def peak_rss_mib(pid: int) -> float | None:
+    """The kernel's high-water mark (VmHWM) of one process."""
+    value = _status_mib(pid, "VmHWM")
+    return None if value is None else round(value, 1)
+
+
+def tree_rss_mib(pid: int) -> float | None:
+    """RSS of ``pid`` and its descendants (e.g. a server and its parse workers), summed."""
+    values = [_status_mib(p, "VmRSS") for p in tree_pids(pid)]
+    known = [v for v in values if v is not None]
+    return round(sum(known), 1) if known else None
+
+
+class RssSampler:
+    """Samples the summed RSS of a process tree every ``interval`` seconds; keeps the peak."""
+
+    def __init__(self, pid: int, interval: float = 0.1) -> None:
+        self.pid = pid
+        self.interval = interval
+        self.peak = 0.0
+        self._task: asyncio.Task[None] | None = None
+
+    async def _loop(self) -> None:
+        while True:
+            value = tree_rss_mib(self.pid)
+            if value is not None:
+                self.peak = max(self.peak, value)
+            await asyncio.sleep(self.interval)
+
+    def __enter__(self) -> RssSampler:
+        self._task = asyncio.ensure_future(self._loop())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._task is not None:
+            self._task.cancel()
+        value = tree_rss_mib(self.pid)
+        if value is not None:
+            self.peak = max(self.peak, value)
+
+
+def child_pids(name_part: str) -> list[int]:
+    """Direct children of this process whose command line contains ``name_part``."""
+    found = []
+    for pid in _children(os.getpid()):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                cmd = fh.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if name_part in cmd:
+            found.append(pid)
+    return found
+
+
+# -- the query mix and its ripgrep baseline ------------------------------------------------------
+
+
+def query_mix() -> list[tuple[str, dict[str, Any], dict[str, Any] | None]]:
+    """(name, engram/search params, ripgrep baseline or None).
+
+    The baseline is what a user without an index would run: ``rg`` over the whole vault for the
+    same words (``{"pattern": ..., "regex": bool}``); for text + filters it is the scan for the
+    words alone (rg cannot read frontmatter filters), so its ratio is a lower bound.
+    """
+    topic, rare_topic = g.COMMON_TOPICS[0], g.RARE_TOPICS[0]
+    word, word2, rare = g.COMMON_WORDS[0], g.COMMON_WORDS[1], g.RARE_WORDS[0]
+    year = {"date_from": "2021-01-01", "date_to": "2021-12-31"}
+    regex = rare[:5] + "[a-z]+"
+    return [
+        ("tag", {"tags": [topic]}, None),
+        ("tag+date", {"tags": [topic], **year}, None),
+        ("rare tag+date", {"tags": [rare_topic], "date_from": "2018-01-01"}, None),
+        ("2 tags all", {"tags": [topic, "memory"], "tags_mode": "all"}, None),
+        ("metadata-only date", {"date_from": "2021-03-01", "date_to": "2021-03-31"}, None),
+        ("text rare", {"query": rare}, {"pattern": rare}),
+        ("text common", {"query": word}, {"pattern": word}),
+        ("phrase", {"query": f'"{word} {word2}"'}, {"pattern": f"{word} {word2}"}),
+        ("text+tag+date", {"query": word, "tags": [topic], **year}, {"pattern": word}),
+        ("text rare+tag", {"query": rare, "tags": [topic]}, {"pattern": rare}),
+        ("literal rare", {"query": rare, "mode": "literal"}, {"pattern": rare}),
+        ("regex", {"query": regex, "mode": "regex"}, {"pattern": regex, "regex": True}),
+        ("regex+tag", {"query": regex, "mode": "regex", "tags": [topic]}, None),
+    ]
+
+
+def rg_ms(root: Path, pattern: str, *, regex: bool = False, runs: int = 3) -> float:
+    """Median wall time of ``rg`` listing the vault's notes that contain ``pattern``."""
+    cmd = [rg_binary(), "--no-config", "--no-ignore", "-i", "-l", "--glob=*.md"]
+    cmd += ["-e", pattern] if regex else ["-F", "-e", pattern]
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        subprocess.run([*cmd, "--", "."], cwd=root, stdout=subprocess.DEVNULL, check=False)
+        times.append((time.perf_counter() - t0) * 1000)
+    return round(statistics.median(times), 1)
+
+
+def finite_positive(value: Any) -> bool:
+    return isinstance(value, int | float) and math.isfinite(value) and value > 0

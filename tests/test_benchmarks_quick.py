@@ -1,0 +1,113 @@
+"""The benchmark harness in quick mode (about 2,000 notes), so it never rots.
+
+Runs ``benchmarks/run_series.py --quick`` as a subprocess, exactly as a person would, and checks
+that the JSON holds every metric with a sane value (positive and finite). No timing thresholds:
+the figures themselves belong to docs/benchmarks.md, not to CI.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+QUERIES = [
+    "tag",
+    "tag+date",
+    "rare tag+date",
+    "2 tags all",
+    "metadata-only date",
+    "text rare",
+    "text common",
+    "phrase",
+    "text+tag+date",
+    "text rare+tag",
+    "literal rare",
+    "regex",
+    "regex+tag",
+]
+WITH_RG = ["text rare", "text common", "phrase", "text+tag+date", "literal rare", "regex"]
+BATCHES = ["create 1000", "modify 1000", "rename folder of 1000", "delete folder of 1000"]
+
+
+def sane(value: Any) -> bool:
+    return isinstance(value, int | float) and math.isfinite(value) and value > 0
+
+
+def percentiles(row: dict[str, Any]) -> None:
+    for key in ("p50_ms", "p95_ms", "p99_ms"):
+        assert sane(row[key]), row
+    assert row["p50_ms"] <= row["p95_ms"] <= row["p99_ms"], row
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="memory figures come from /proc")
+def test_quick_benchmark_reports_every_metric(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "run_series.py"),
+            "--quick",
+            "--out",
+            str(tmp_path / "out"),
+            "--vault-dir",
+            str(tmp_path / "vaults"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    data = json.loads((tmp_path / "out" / "quick-2k.json").read_text())
+    assert data["notes"] == 2000 and data["machine"]["cpus"]
+    lsp, mcp = data["lsp"], data["mcp"]
+
+    cold = lsp["cold"]
+    assert cold["notes"] == 2000
+    for key in ("ready_s", "build_s", "notes_per_s", "peak_rss_mib_tree", "peak_rss_mib_server"):
+        assert sane(cold[key]), (key, cold)
+
+    for preset in ("vscode", "neovim"):
+        session = lsp[preset]
+        assert session["notes"] == 2000
+        for key in ("warm_start_s", "server_rss_mib_ready", "server_peak_rss_mib"):
+            assert sane(session[key]), (preset, key)
+        for name in BATCHES:
+            row = session["batches"][name]
+            assert sane(row["ms"]) and sane(row["from_first_write_ms"]), (preset, name, row)
+
+    vs = lsp["vscode"]
+    assert sorted(vs["engram/search"]) == sorted(QUERIES)
+    for name, row in vs["engram/search"].items():
+        percentiles(row)
+        assert row["total"] >= 1 and row["served_by"] == "index", (name, row)
+    for name in WITH_RG:
+        row = vs["engram/search"][name]
+        assert sane(row["rg_ms"]) and sane(row["rg_ratio_p50"]), (name, row)
+    assert len(vs["workspace/symbol"]) == 4
+    for row in vs["workspace/symbol"].values():
+        percentiles(row)
+    percentiles(vs["completion"])
+    assert vs["completion"]["items"] >= 1
+    percentiles(vs["save->visible"])
+
+    assert mcp["notes"] == 2000 and sane(mcp["start_to_first_answer_s"])
+    assert sane(mcp["server_rss_mib"])
+    assert len(mcp["search_notes"]) >= 3
+    for row in mcp["search_notes"].values():
+        percentiles(row)
+        assert row["total"] >= 1
+
+    # The vault ends as it began: no batch folder left, the saved note restored.
+    vault = tmp_path / "vaults" / "vault-2000"
+    assert not (vault / "_engram-bench").exists()
+    notes = list(vault.rglob("*.md"))
+    assert len(notes) == 2000
+    assert not any(b"lspsaved" in n.read_bytes() for n in notes)
