@@ -1,0 +1,453 @@
+#!/usr/bin/env node
+// End-to-end test of the extension in a real VS Code: code-server (VS Code in the browser)
+// driven by headless Chromium through playwright-core.
+//
+//   node e2e/run.mjs --vsix dist/engram.vsix --server /path/to/engram-ls
+//                    [--vault ../../examples/vault] [--artifacts e2e/artifacts]
+//                    [--code-server .e2e/code-server/node_modules/.bin/code-server]
+//                    [--chromium /usr/bin/chromium] [--timeout 150]
+//
+// Copies the vault to a temporary folder, installs the .vsix into a fresh extensions folder,
+// starts code-server on a free 127.0.0.1 port and Chromium on a fresh profile, then checks:
+//   1. the status bar shows the index as ready with the vault's note count;
+//   2. frontmatter topic completion offers a vault topic;
+//   3. "Engram: Search Notes" lists the notes of a tag + date filter, shows a server error
+//      in the picker, and opens the chosen note.
+// Writes result.json and screenshots into the artifacts folder; exit status 0 when all pass.
+// Every process it starts is killed (by process group) before it exits.
+
+import { spawn, spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const extDir = path.resolve(here, '..');
+
+function parseArgs(argv) {
+  const opts = {
+    vsix: path.join(extDir, 'dist', 'engram.vsix'),
+    server: process.env.ENGRAM_LS ?? '',
+    vault: path.resolve(extDir, '..', '..', 'examples', 'vault'),
+    artifacts: path.join(here, 'artifacts'),
+    codeServer: path.join(extDir, '.e2e', 'code-server', 'node_modules', '.bin', 'code-server'),
+    chromium: '/usr/bin/chromium',
+    timeout: 150,
+  };
+  const names = { '--code-server': 'codeServer' };
+  for (let i = 2; i < argv.length; i += 2) {
+    const key = names[argv[i]] ?? argv[i].replace(/^--/, '');
+    if (!(key in opts) || argv[i + 1] === undefined) {
+      throw new Error(`unknown or incomplete option ${argv[i]}`);
+    }
+    opts[key] = key === 'timeout' ? Number(argv[i + 1]) : path.resolve(argv[i + 1]);
+  }
+  return opts;
+}
+
+const opts = parseArgs(process.argv);
+const started = Date.now();
+const log = (msg) => console.log(`[e2e ${((Date.now() - started) / 1000).toFixed(1)}s] ${msg}`);
+const children = [];
+const result = { ok: false, checks: {}, screenshots: [], errors: [], artifacts: opts.artifacts };
+
+// The vault's ground truth (examples/EXAMPLE_VAULT.md).
+const EXPECTED_NOTES = 31;
+const TAG_QUERY = '#sqlite after:2024-01-01 before:2024-12-31';
+const TAG_QUERY_TITLES = ['FTS5 cheat sheet', 'Kickoff', 'Performance sync', 'Search service', 'SQLite review'];
+
+function requireFile(file, what, hint) {
+  if (!fs.existsSync(file)) {
+    throw new Error(`${what} not found at ${file}: ${hint}`);
+  }
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** Start a process in its own process group, its output appended to a log file. */
+function startProcess(name, command, args, env = process.env) {
+  const out = fs.openSync(path.join(opts.artifacts, `${name}.log`), 'w');
+  const child = spawn(command, args, { detached: true, stdio: ['ignore', out, out], env });
+  fs.closeSync(out);
+  children.push({ name, child });
+  log(`started ${name} (pid ${child.pid})`);
+  return child;
+}
+
+async function killAll() {
+  for (const { name, child } of children.reverse()) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      continue;
+    }
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    try {
+      process.kill(-child.pid, 'SIGTERM');
+    } catch {
+      continue;
+    }
+    const timedOut = await Promise.race([exited.then(() => false), sleep(3000).then(() => true)]);
+    if (timedOut) {
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {}
+    }
+    log(`stopped ${name} (pid ${child.pid})`);
+  }
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function waitFor(what, fn, timeoutMs, intervalMs = 250) {
+  const deadline = Date.now() + timeoutMs;
+  let last;
+  while (Date.now() < deadline) {
+    try {
+      const value = await fn();
+      if (value) {
+        return value;
+      }
+    } catch (error) {
+      last = error;
+    }
+    await sleep(intervalMs);
+  }
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (${last.message})` : ''}`);
+}
+
+async function httpOk(url) {
+  try {
+    const res = await fetch(url);
+    return res.ok;
+  } catch {
+    return false;
+  }
+}
+
+function prepare(tmp) {
+  const vault = path.join(tmp, 'vault');
+  fs.cpSync(opts.vault, vault, { recursive: true });
+  // Only the config file: a fresh index is built by the server.
+  for (const name of fs.readdirSync(path.join(vault, '.engram'))) {
+    if (name !== 'config.yaml') {
+      fs.rmSync(path.join(vault, '.engram', name), { recursive: true, force: true });
+    }
+  }
+  const userData = path.join(tmp, 'user-data');
+  const extensions = path.join(tmp, 'extensions');
+  fs.mkdirSync(path.join(userData, 'User'), { recursive: true });
+  fs.mkdirSync(extensions);
+  const settings = {
+    'engram.server.command': [opts.server],
+    'security.workspace.trust.enabled': false,
+    'workbench.startupEditor': 'none',
+    'workbench.tips.enabled': false,
+    'workbench.enableExperiments': false,
+    'telemetry.telemetryLevel': 'off',
+    'update.mode': 'none',
+    'extensions.autoCheckUpdates': false,
+    'extensions.autoUpdate': false,
+    'extensions.ignoreRecommendations': true,
+    'git.enabled': false,
+    'chat.commandCenter.enabled': false,
+    'editor.quickSuggestionsDelay': 10,
+    'window.restoreWindows': 'none',
+  };
+  fs.writeFileSync(path.join(userData, 'User', 'settings.json'), JSON.stringify(settings, null, 2));
+  return { vault, userData, extensions };
+}
+
+async function shot(page, name) {
+  const file = path.join(opts.artifacts, `${name}.png`);
+  await page.screenshot({ path: file });
+  result.screenshots.push(file);
+  log(`screenshot ${file}`);
+}
+
+async function statusBarTexts(page) {
+  return page.locator('.part.statusbar .statusbar-item').allInnerTexts();
+}
+
+async function runCommand(page, title) {
+  await page.keyboard.press('F1');
+  const input = page.locator('.quick-input-widget .quick-input-box input');
+  await input.waitFor({ state: 'visible', timeout: 10000 });
+  await input.fill(`>${title}`);
+  const row = page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first();
+  await row.waitFor({ state: 'visible', timeout: 10000 });
+  await page.keyboard.press('Enter');
+}
+
+async function quickPickRows(page) {
+  return page
+    .locator('.quick-input-widget .quick-input-list .monaco-list-row')
+    .evaluateAll((rows) => rows.map((row) => row.getAttribute('aria-label') ?? row.textContent ?? ''));
+}
+
+async function checkStatusBar(page) {
+  const text = await waitFor(
+    'the status bar to show "Engram: ready"',
+    async () => (await statusBarTexts(page)).find((t) => /Engram: ready/.test(t)),
+    60000,
+  );
+  const notes = Number(/(\d+) notes?/.exec(text)?.[1]);
+  result.checks.statusBar = { text, notes };
+  if (notes !== EXPECTED_NOTES) {
+    throw new Error(`status bar shows ${notes} notes, the vault has ${EXPECTED_NOTES}: "${text}"`);
+  }
+  log(`status bar: ${text}`);
+  await shot(page, '01-status-ready');
+}
+
+async function openFile(page, relPath) {
+  await page.keyboard.press('Control+P');
+  const input = page.locator('.quick-input-widget .quick-input-box input');
+  await input.waitFor({ state: 'visible', timeout: 10000 });
+  await input.fill(relPath);
+  const name = path.basename(relPath);
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: name }).first().waitFor({ timeout: 10000 });
+  await page.keyboard.press('Enter');
+  await page.locator('.tabs-container .tab.active', { hasText: name }).waitFor({ timeout: 10000 });
+  await page.locator('.editor-instance .monaco-editor textarea').first().waitFor({ state: 'attached', timeout: 10000 });
+}
+
+async function checkCompletion(page) {
+  // reference/profiling.md line 3 is `tags: [performance, memory]`; column 27 is the `]`.
+  await openFile(page, 'reference/profiling.md');
+  await page.keyboard.press('Control+G');
+  const input = page.locator('.quick-input-widget .quick-input-box input');
+  await input.waitFor({ state: 'visible', timeout: 10000 });
+  await input.fill(':3:27');
+  await page.keyboard.press('Enter');
+  await page.keyboard.type(', sq', { delay: 30 });
+  const rowsLocator = page.locator('.editor-widget.suggest-widget.visible .monaco-list-row');
+  const labels = await waitFor(
+    'the completion list to offer "sqlite"',
+    async () => {
+      const visible = await rowsLocator.count();
+      if (visible === 0) {
+        await page.keyboard.press('Control+Space');
+        await sleep(500);
+        return undefined;
+      }
+      const all = await rowsLocator.evaluateAll((rows) => rows.map((r) => r.getAttribute('aria-label') ?? ''));
+      return all.some((label) => /\bsqlite\b/i.test(label)) ? all : undefined;
+    },
+    20000,
+    300,
+  );
+  result.checks.completion = { file: 'reference/profiling.md', typed: ', sq', items: labels };
+  log(`completion items: ${labels.join(' | ')}`);
+  await shot(page, '02-frontmatter-completion');
+  await page.keyboard.press('Escape');
+  // Leave the note as it was.
+  await runCommand(page, 'File: Revert File');
+}
+
+async function checkSearch(page) {
+  await runCommand(page, 'Engram: Search Notes');
+  const input = page.locator('.quick-input-widget .quick-input-box input');
+  await page.locator('.quick-input-widget .quick-input-title', { hasText: 'Engram' }).waitFor({ timeout: 10000 });
+
+  // A bad date: the server's -32602 error is shown in the picker, not thrown.
+  await input.fill('after:2024-13-01');
+  const errorTitle = await waitFor(
+    'the picker to show the server error',
+    async () => {
+      const title = await page.locator('.quick-input-widget .quick-input-title').innerText();
+      return /ENGRAM_INVALID_REQUEST/.test(title) ? title : undefined;
+    },
+    15000,
+  );
+  log(`error shown: ${errorTitle}`);
+  await shot(page, '03-search-error');
+
+  await input.fill(TAG_QUERY);
+  const rows = await waitFor(
+    `results for "${TAG_QUERY}"`,
+    async () => {
+      const title = await page.locator('.quick-input-widget .quick-input-title').innerText();
+      if (!/Engram: \d+ notes?/.test(title)) {
+        return undefined;
+      }
+      const labels = await quickPickRows(page);
+      return labels.length >= TAG_QUERY_TITLES.length ? { title, labels } : undefined;
+    },
+    20000,
+  );
+  const titles = TAG_QUERY_TITLES.filter((t) => rows.labels.some((label) => label.startsWith(t)));
+  result.checks.search = { query: TAG_QUERY, title: rows.title, rows: rows.labels, error: errorTitle };
+  log(`search "${TAG_QUERY}": ${rows.title}\n  ${rows.labels.join('\n  ')}`);
+  await shot(page, '04-search-results');
+  if (rows.labels.length !== TAG_QUERY_TITLES.length || titles.length !== TAG_QUERY_TITLES.length) {
+    throw new Error(`expected exactly ${TAG_QUERY_TITLES.join(', ')}; got: ${rows.labels.join(' | ')}`);
+  }
+
+  // Open the first hit: its note becomes the active editor.
+  const first = rows.labels[0];
+  await page.keyboard.press('Enter');
+  const tab = await waitFor(
+    'the chosen note to open',
+    async () => {
+      const active = await page.locator('.tabs-container .tab.active').first().innerText();
+      return active && !/profiling/.test(active) ? active : undefined;
+    },
+    10000,
+  );
+  result.checks.search.opened = { row: first, tab: tab.trim() };
+  log(`opened: ${tab.trim()}`);
+  await shot(page, '05-search-opened');
+}
+
+async function main() {
+  fs.rmSync(opts.artifacts, { recursive: true, force: true });
+  fs.mkdirSync(opts.artifacts, { recursive: true });
+  requireFile(opts.codeServer, 'code-server', 'run scripts/install_vscode.sh');
+  requireFile(opts.chromium, 'Chromium', 'run scripts/install_vscode.sh');
+  requireFile(opts.vsix, 'the .vsix', 'run `npm run package` in editors/vscode');
+  if (!opts.server) {
+    throw new Error('pass --server /path/to/engram-ls (or set ENGRAM_LS)');
+  }
+  requireFile(opts.server, 'engram-ls', 'install Engram (scripts/install.sh) and pass its engram-ls');
+
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'engram-vscode-e2e-'));
+  let browser;
+  try {
+    const { vault, userData, extensions } = prepare(tmp);
+    const common = ['--user-data-dir', userData, '--extensions-dir', extensions];
+    log(`installing ${opts.vsix}`);
+    const install = spawnSync(opts.codeServer, [...common, '--install-extension', opts.vsix], {
+      encoding: 'utf8',
+      timeout: 60000,
+    });
+    fs.writeFileSync(path.join(opts.artifacts, 'install-extension.log'), `${install.stdout}\n${install.stderr}`);
+    if (install.status !== 0) {
+      throw new Error(`code-server --install-extension failed (${install.status}): ${install.stderr || install.stdout}`);
+    }
+
+    const port = await freePort();
+    const env = { ...process.env, VSCODE_PROXY_URI: '', SHELL: '/bin/sh' };
+    startProcess('code-server', opts.codeServer, [
+      ...common,
+      '--bind-addr', `127.0.0.1:${port}`,
+      '--auth', 'none',
+      '--disable-telemetry',
+      '--disable-update-check',
+      '--disable-workspace-trust',
+      '--disable-getting-started-override',
+      '--ignore-last-opened',
+      vault,
+    ], env);
+    const base = `http://127.0.0.1:${port}`;
+    await waitFor('code-server to answer', () => httpOk(`${base}/healthz`), 30000);
+    log(`code-server at ${base}`);
+
+    const profile = path.join(tmp, 'chromium-profile');
+    const chrome = startProcess('chromium', opts.chromium, [
+      '--headless=new',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--disable-dev-shm-usage',
+      `--user-data-dir=${profile}`,
+      '--remote-debugging-address=127.0.0.1',
+      '--remote-debugging-port=0',
+      '--window-size=1400,900',
+      'about:blank',
+    ]);
+    const portFile = path.join(profile, 'DevToolsActivePort');
+    const devtools = await waitFor(
+      'Chromium to open its DevTools port',
+      () => {
+        if (chrome.exitCode !== null) {
+          throw new Error(`chromium exited with ${chrome.exitCode} (see chromium.log)`);
+        }
+        const lines = fs.existsSync(portFile) ? fs.readFileSync(portFile, 'utf8').split('\n') : [];
+        return lines.length >= 2 && lines[1] ? `ws://127.0.0.1:${lines[0]}${lines[1]}` : undefined;
+      },
+      30000,
+    );
+    browser = await chromium.connectOverCDP(devtools);
+    const context = browser.contexts()[0] ?? (await browser.newContext());
+    const page = await context.newPage();
+    await page.setViewportSize({ width: 1400, height: 900 });
+    page.on('pageerror', (err) => result.errors.push(`page error: ${err.message}`));
+    await page.goto(`${base}/?folder=${encodeURIComponent(vault)}`);
+    await page.locator('.monaco-workbench .part.statusbar').waitFor({ timeout: 60000 });
+    log('workbench loaded');
+
+    for (const [name, check] of [
+      ['status bar', checkStatusBar],
+      ['frontmatter completion', checkCompletion],
+      ['search notes', checkSearch],
+    ]) {
+      try {
+        await check(page);
+        log(`PASS ${name}`);
+      } catch (error) {
+        result.errors.push(`${name}: ${error.message}`);
+        log(`FAIL ${name}: ${error.message}`);
+        await shot(page, `fail-${name.replace(/\W+/g, '-')}`).catch(() => undefined);
+        await page.keyboard.press('Escape').catch(() => undefined);
+      }
+    }
+    result.ok = result.errors.length === 0;
+  } catch (error) {
+    result.errors.push(error.message);
+    log(`ERROR ${error.message}`);
+  } finally {
+    // Keep the server-side logs (the Engram output channel, the extension host).
+    const logs = path.join(tmp, 'user-data', 'logs');
+    if (fs.existsSync(logs)) {
+      fs.cpSync(logs, path.join(opts.artifacts, 'vscode-logs'), { recursive: true });
+    }
+    await browser?.close().catch(() => undefined);
+    await killAll();
+    fs.rmSync(tmp, { recursive: true, force: true });
+    result.seconds = (Date.now() - started) / 1000;
+    fs.writeFileSync(path.join(opts.artifacts, 'result.json'), JSON.stringify(result, null, 2));
+    log(`${result.ok ? 'OK' : 'FAILED'}; artifacts in ${opts.artifacts}`);
+  }
+  return result.ok ? 0 : 1;
+}
+
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.once(signal, async () => {
+    log(`${signal}: stopping`);
+    await killAll();
+    process.exit(130);
+  });
+}
+
+const overall = setTimeout(async () => {
+  log(`overall timeout of ${opts.timeout} s`);
+  await killAll();
+  process.exit(2);
+}, opts.timeout * 1000);
+
+main().then(
+  (code) => {
+    clearTimeout(overall);
+    process.exit(code);
+  },
+  async (error) => {
+    console.error(error);
+    await killAll();
+    process.exit(1);
+  },
+);

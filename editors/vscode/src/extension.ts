@@ -1,0 +1,77 @@
+/** Wiring only: settings, the server session, the status bar and the commands. */
+import * as vscode from 'vscode';
+import { Commands, CONFIG_SECTION, OUTPUT_CHANNEL } from './constants';
+import { describeVaults } from './indexState';
+import { searchNotes } from './search';
+import { ServerSession } from './session';
+import { type EngramSettings, readSettings, RESTART_KEYS } from './settings';
+import { IndexStatusBar } from './statusBar';
+import { showIndexStatus } from './statusView';
+
+let session: ServerSession | undefined;
+
+function loadSettings(output: vscode.LogOutputChannel): EngramSettings {
+  const config = vscode.workspace.getConfiguration(CONFIG_SECTION);
+  const { settings, problems } = readSettings((key) => config.get(key));
+  for (const problem of problems) {
+    output.warn(`Settings: ${problem}`);
+    void vscode.window.showWarningMessage(`Engram: ${problem}`);
+  }
+  return settings;
+}
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  const output = vscode.window.createOutputChannel(OUTPUT_CHANNEL, { log: true });
+  let settings = loadSettings(output);
+  const statusBar = new IndexStatusBar();
+  const current = new ServerSession(output, statusBar, () => settings);
+  session = current;
+
+  const reindex = async () => {
+    output.info('Reindex: restarting the language server (it reconciles the index on start).');
+    await current.restart();
+  };
+
+  context.subscriptions.push(
+    output,
+    statusBar,
+    vscode.commands.registerCommand(Commands.searchNotes, (initial?: unknown) =>
+      searchNotes(() => current.client, () => settings, typeof initial === 'string' ? initial : undefined),
+    ),
+    vscode.commands.registerCommand(Commands.reindex, reindex),
+    vscode.commands.registerCommand(Commands.showStatus, () =>
+      showIndexStatus(current, output, reindex, describeVaults),
+    ),
+    vscode.workspace.onDidChangeConfiguration((event) => {
+      if (!event.affectsConfiguration(CONFIG_SECTION)) {
+        return;
+      }
+      settings = loadSettings(output);
+      if (RESTART_KEYS.some((key) => event.affectsConfiguration(`${CONFIG_SECTION}.${key}`))) {
+        output.info('Settings changed: restarting the language server.');
+        void current.restart();
+      }
+    }),
+    vscode.workspace.onDidChangeWorkspaceFolders(() => {
+      if (!current.client) {
+        void current.start();
+      } else {
+        current.scheduleRefresh();
+      }
+    }),
+    vscode.workspace.onDidSaveTextDocument((doc) => {
+      if (doc.languageId === 'markdown') {
+        current.scheduleRefresh();
+      }
+    }),
+    vscode.workspace.onDidCreateFiles(() => current.scheduleRefresh()),
+    vscode.workspace.onDidDeleteFiles(() => current.scheduleRefresh()),
+    vscode.workspace.onDidRenameFiles(() => current.scheduleRefresh()),
+  );
+  await current.start();
+}
+
+export async function deactivate(): Promise<void> {
+  await session?.dispose();
+  session = undefined;
+}

@@ -1,0 +1,209 @@
+/**
+ * "Engram: Search Notes": a QuickPick that sends `engram/search` as the user types (parsed by
+ * query.ts), lists the hits and opens the chosen note at its line. Server errors (JSON-RPC
+ * -32602 with `data.code`) are shown in the picker instead of thrown.
+ */
+import * as vscode from 'vscode';
+import { type LanguageClient, ResponseError } from 'vscode-languageclient/node';
+import { Methods } from './constants';
+import { isEmptyQuery, parseQuery, QUERY_HELP, type SearchParams, toSearchParams } from './query';
+import type { EngramSettings } from './settings';
+
+interface LspRange {
+  start: { line: number; character: number };
+  end: { line: number; character: number };
+}
+
+export interface SearchHit {
+  path: string;
+  uri: string;
+  title: string;
+  line: number;
+  snippet: string;
+  range?: LspRange;
+  created_at?: string | null;
+  topics?: string[];
+  score?: number;
+}
+
+export interface SearchResult {
+  results: SearchHit[];
+  total: number;
+  truncated: boolean;
+  index?: { state?: string; served_by?: string };
+  elapsed_ms?: number;
+}
+
+interface HitItem extends vscode.QuickPickItem {
+  hit?: SearchHit;
+}
+
+const PLACEHOLDER = `Search notes: ${QUERY_HELP}`;
+
+/** "message [CODE]" for a JSON-RPC error from the server; anything else as text. */
+export function errorText(error: unknown): string {
+  if (error instanceof ResponseError) {
+    const data = error.data as { code?: unknown } | undefined;
+    const code = data && typeof data.code === 'string' ? ` [${data.code}]` : '';
+    return `${error.message}${code}`;
+  }
+  return error instanceof Error ? error.message : String(error);
+}
+
+function toItem(hit: SearchHit, folderName: string | undefined): HitItem {
+  const where = folderName ? `${folderName}/${hit.path}` : hit.path;
+  const description = [where, hit.created_at ?? undefined].filter(Boolean).join(' · ');
+  const topics = hit.topics && hit.topics.length > 0 ? `${hit.topics.map((t) => `#${t}`).join(' ')}  ` : '';
+  return {
+    label: hit.title || hit.path,
+    description,
+    detail: `${topics}line ${hit.line}: ${hit.snippet}`,
+    alwaysShow: true,
+    hit,
+  };
+}
+
+async function openHit(hit: SearchHit): Promise<void> {
+  const line = hit.range ? hit.range.start.line : Math.max(0, hit.line - 1);
+  const position = new vscode.Position(line, 0);
+  const editor = await vscode.window.showTextDocument(vscode.Uri.parse(hit.uri), {
+    selection: new vscode.Range(position, position),
+    preview: true,
+  });
+  editor.revealRange(new vscode.Range(position, position), vscode.TextEditorRevealType.InCenter);
+}
+
+/** One request per workspace folder (each folder is a vault); a single folder needs no uri. */
+async function runSearch(
+  client: LanguageClient,
+  params: SearchParams,
+  token: vscode.CancellationToken,
+): Promise<{ items: HitItem[]; total: number; truncated: boolean; servedBy: Set<string> }> {
+  const folders = vscode.workspace.workspaceFolders ?? [];
+  const targets = folders.length > 1 ? folders : [undefined];
+  const answers = await Promise.all(
+    targets.map(async (folder) => {
+      const request = folder ? { ...params, uri: folder.uri.toString() } : params;
+      const result = await client.sendRequest<SearchResult>(Methods.search, request, token);
+      return { folder, result };
+    }),
+  );
+  const items: HitItem[] = [];
+  const servedBy = new Set<string>();
+  let total = 0;
+  let truncated = false;
+  for (const { folder, result } of answers) {
+    total += result.total;
+    truncated ||= result.truncated;
+    if (result.index?.served_by) {
+      servedBy.add(result.index.served_by);
+    }
+    items.push(...result.results.map((hit) => toItem(hit, folder?.name)));
+  }
+  return { items, total, truncated, servedBy };
+}
+
+export async function searchNotes(
+  getClient: () => LanguageClient | undefined,
+  getSettings: () => EngramSettings,
+  initialQuery?: string,
+): Promise<void> {
+  const picker = vscode.window.createQuickPick<HitItem>();
+  picker.title = 'Engram: Search Notes';
+  picker.placeholder = PLACEHOLDER;
+  picker.matchOnDescription = false;
+  picker.matchOnDetail = false;
+  let pending: vscode.CancellationTokenSource | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let generation = 0;
+
+  const showMessage = (label: string, title: string) => {
+    picker.items = [{ label, alwaysShow: true }];
+    picker.title = title;
+  };
+
+  const query = async (value: string, seq: number) => {
+    pending?.cancel();
+    pending?.dispose();
+    pending = undefined;
+    const parsed = parseQuery(value);
+    if (isEmptyQuery(parsed)) {
+      picker.items = [];
+      picker.title = 'Engram: Search Notes';
+      picker.busy = false;
+      return;
+    }
+    const client = getClient();
+    if (!client || !client.isRunning()) {
+      showMessage('$(warning) The Engram language server is not running', 'Engram: not running (see "Engram: Show Index Status")');
+      return;
+    }
+    const source = new vscode.CancellationTokenSource();
+    pending = source;
+    picker.busy = true;
+    try {
+      const found = await runSearch(client, toSearchParams(parsed, getSettings().searchLimit), source.token);
+      if (seq !== generation) {
+        return;
+      }
+      const scan = found.servedBy.has('scan') ? ' (read from the files: the index is being built)' : '';
+      const shown = found.items.length;
+      picker.title =
+        shown === 0
+          ? `Engram: no notes match${scan}`
+          : `Engram: ${shown === found.total ? shown : `${shown} of ${found.total}`} note${found.total === 1 ? '' : 's'}${scan}`;
+      picker.items = shown === 0 ? [{ label: 'No notes match', alwaysShow: true }] : found.items;
+    } catch (error) {
+      if (seq !== generation || source.token.isCancellationRequested) {
+        return;
+      }
+      const text = errorText(error);
+      showMessage(`$(error) ${text}`, `Engram: ${text}`);
+    } finally {
+      if (seq === generation) {
+        picker.busy = false;
+      }
+      if (pending === source) {
+        pending = undefined;
+      }
+      source.dispose();
+    }
+  };
+
+  const schedule = (value: string, delay: number) => {
+    generation++;
+    const seq = generation;
+    if (timer) {
+      clearTimeout(timer);
+    }
+    timer = setTimeout(() => void query(value, seq), delay);
+  };
+
+  const disposables: vscode.Disposable[] = [
+    picker.onDidChangeValue((value) => schedule(value, getSettings().debounceMs)),
+    picker.onDidAccept(() => {
+      const hit = picker.selectedItems[0]?.hit;
+      if (hit) {
+        picker.hide();
+        openHit(hit).then(undefined, (error: unknown) =>
+          vscode.window.showErrorMessage(`Engram: cannot open ${hit.path}: ${errorText(error)}`),
+        );
+      }
+    }),
+    picker.onDidHide(() => {
+      if (timer) {
+        clearTimeout(timer);
+      }
+      pending?.cancel();
+      for (const d of disposables) {
+        d.dispose();
+      }
+      picker.dispose();
+    }),
+  ];
+  if (initialQuery) {
+    picker.value = initialQuery;
+    schedule(initialQuery, 0);
+  }
+  picker.show();
+}

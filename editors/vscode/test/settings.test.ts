@@ -1,0 +1,167 @@
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import {
+  DEFAULTS,
+  expandPath,
+  findExecutable,
+  missingServerMessage,
+  readSettings,
+  resolveServerCommand,
+  type ServerCommand,
+  startFailureMessage,
+} from '../src/settings';
+
+const getter = (values: Record<string, unknown>) => (key: string) => values[key];
+
+describe('readSettings', () => {
+  test('defaults when nothing is set', () => {
+    const { settings, problems } = readSettings(getter({}));
+    assert.deepEqual(settings, DEFAULTS);
+    assert.deepEqual(problems, []);
+  });
+
+  test('a command list is kept as given', () => {
+    const { settings } = readSettings(getter({ 'server.command': ['/opt/venv/bin/engram-ls', '--log-level', 'INFO'] }));
+    assert.deepEqual(settings.serverCommand, ['/opt/venv/bin/engram-ls', '--log-level', 'INFO']);
+  });
+
+  test('a command string is one program, never split', () => {
+    const { settings } = readSettings(getter({ 'server.command': ' /my tools/engram-ls ' }));
+    assert.deepEqual(settings.serverCommand, ['/my tools/engram-ls']);
+  });
+
+  test('an empty command or first part means unset', () => {
+    assert.deepEqual(readSettings(getter({ 'server.command': '' })).settings.serverCommand, []);
+    assert.deepEqual(readSettings(getter({ 'server.command': ['', 'x'] })).settings.serverCommand, []);
+  });
+
+  test('bad types are reported and replaced by defaults', () => {
+    const { settings, problems } = readSettings(
+      getter({
+        'server.command': [1, 2],
+        'server.pythonPath': 3,
+        'server.logLevel': 'LOUD',
+        settings: ['x'],
+      }),
+    );
+    assert.deepEqual(settings, DEFAULTS);
+    assert.equal(problems.length, 4);
+    assert.match(problems[0], /engram\.server\.command/);
+    assert.match(problems[2], /logLevel/);
+  });
+
+  test('log level is case-insensitive', () => {
+    assert.equal(readSettings(getter({ 'server.logLevel': 'debug' })).settings.logLevel, 'DEBUG');
+  });
+
+  test('server settings are copied', () => {
+    const source = { topic_keys: ['tags'], limits: { deadline_ms: 5000 } };
+    const { settings } = readSettings(getter({ settings: source }));
+    assert.deepEqual(settings.serverSettings, source);
+    assert.notEqual(settings.serverSettings, source);
+  });
+
+  test('numbers are clamped and rounded', () => {
+    const { settings } = readSettings(getter({ 'search.limit': 5000, 'search.debounceMs': -3.2 }));
+    assert.equal(settings.searchLimit, 1000);
+    assert.equal(settings.debounceMs, 0);
+    assert.equal(readSettings(getter({ 'search.limit': 'ten' })).settings.searchLimit, 50);
+    assert.equal(readSettings(getter({ 'search.limit': 20.4 })).settings.searchLimit, 20);
+  });
+});
+
+describe('expandPath', () => {
+  const ctx = { home: '/home/me', workspaceFolder: '/srv/notes' };
+  test('tilde', () => assert.equal(expandPath('~/venv/bin/engram-ls', ctx), '/home/me/venv/bin/engram-ls'));
+  test('tilde alone', () => assert.equal(expandPath('~', ctx), '/home/me'));
+  test('tilde inside is literal', () => assert.equal(expandPath('/a/~/b', ctx), '/a/~/b'));
+  test('variables', () =>
+    assert.equal(expandPath('${workspaceFolder}/.venv/bin/python', ctx), '/srv/notes/.venv/bin/python'));
+  test('userHome', () => assert.equal(expandPath('${userHome}/x', ctx), '/home/me/x'));
+  test('no folder leaves the variable', () =>
+    assert.equal(expandPath('${workspaceFolder}/x', { home: '/h' }), '${workspaceFolder}/x'));
+});
+
+describe('resolveServerCommand', () => {
+  const ctx = { home: '/home/me', workspaceFolder: '/srv/notes' };
+  const base = readSettings(getter({})).settings;
+
+  test('default: engram-ls on PATH', () => {
+    assert.deepEqual(resolveServerCommand(base, ctx), {
+      command: 'engram-ls',
+      args: ['--log-level', 'WARNING'],
+      source: 'default',
+    });
+  });
+
+  test('pythonPath runs the module', () => {
+    const settings = { ...base, pythonPath: '${workspaceFolder}/.venv/bin/python', logLevel: 'DEBUG' as const };
+    assert.deepEqual(resolveServerCommand(settings, ctx), {
+      command: '/srv/notes/.venv/bin/python',
+      args: ['-m', 'engram_ls.lsp', '--log-level', 'DEBUG'],
+      source: 'engram.server.pythonPath',
+    });
+  });
+
+  test('command wins over pythonPath, arguments kept', () => {
+    const settings = { ...base, pythonPath: '/usr/bin/python3', serverCommand: ['~/bin/engram', 'lsp'] };
+    assert.deepEqual(resolveServerCommand(settings, ctx), {
+      command: '/home/me/bin/engram',
+      args: ['lsp', '--log-level', 'WARNING'],
+      source: 'engram.server.command',
+    });
+  });
+});
+
+describe('findExecutable and messages', () => {
+  let dir = '';
+  before(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'engram-settings-'));
+    fs.writeFileSync(path.join(dir, 'engram-ls'), '#!/bin/sh\n', { mode: 0o755 });
+    fs.writeFileSync(path.join(dir, 'not-exec'), '', { mode: 0o644 });
+    fs.mkdirSync(path.join(dir, 'folder'));
+  });
+  after(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  test('found on PATH', () => {
+    assert.equal(findExecutable('engram-ls', { PATH: `/nonexistent:${dir}` }, 'linux'), path.join(dir, 'engram-ls'));
+  });
+  test('absolute paths are checked as they are', () => {
+    assert.equal(findExecutable(path.join(dir, 'engram-ls'), { PATH: '' }, 'linux'), path.join(dir, 'engram-ls'));
+    assert.equal(findExecutable(path.join(dir, 'not-exec'), { PATH: '' }, 'linux'), undefined);
+    assert.equal(findExecutable(path.join(dir, 'folder'), { PATH: '' }, 'linux'), undefined);
+  });
+  test('missing', () => {
+    assert.equal(findExecutable('engram-ls', { PATH: '/nonexistent' }, 'linux'), undefined);
+    assert.equal(findExecutable('engram-ls', {}, 'linux'), undefined);
+  });
+
+  test('no message when the program exists', () => {
+    const server = { command: 'engram-ls', args: [], source: 'default' as const };
+    assert.equal(missingServerMessage(server, () => true), undefined);
+  });
+  test('each source names its setting and the fix', () => {
+    const cases: Array<[ServerCommand, RegExp]> = [
+      [{ command: 'engram-ls', args: [], source: 'default' }, /not found on PATH/],
+      [{ command: '/x/engram-ls', args: [], source: 'engram.server.command' }, /engram\.server\.command\) does not exist/],
+      [{ command: '/x/python', args: [], source: 'engram.server.pythonPath' }, /Python interpreter "\/x\/python"/],
+    ];
+    for (const [server, pattern] of cases) {
+      const message = missingServerMessage(server, () => false);
+      assert.match(message ?? '', pattern);
+      assert.match(message ?? '', /pip install engram-ls/);
+    }
+  });
+  test('start failure with a Python names pip for that Python', () => {
+    const message = startFailureMessage(
+      { command: '/x/python', args: ['-m', 'engram_ls.lsp'], source: 'engram.server.pythonPath' },
+      new Error('Connection closed'),
+    );
+    assert.match(message, /\/x\/python -m engram_ls\.lsp/);
+    assert.match(message, /Connection closed/);
+    assert.match(message, /"\/x\/python -m pip install engram-ls"/);
+  });
+});

@@ -1,0 +1,146 @@
+"""The VS Code extension (editors/vscode): its node unit tests, the ``.vsix`` build, and an
+end-to-end run in a real VS Code (code-server driven by headless Chromium, e2e/run.mjs).
+
+Needs what ``scripts/install_vscode.sh`` installs (npm dependencies, Chromium, code-server);
+without it these tests fail and say so. Screenshots and logs of the end-to-end run are saved
+in ``editors/vscode/e2e/artifacts/``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+EXT = ROOT / "editors" / "vscode"
+CODE_SERVER = EXT / ".e2e" / "code-server" / "node_modules" / ".bin" / "code-server"
+ARTIFACTS = EXT / "e2e" / "artifacts"
+VSIX = EXT / "dist" / "engram.vsix"
+INSTALL_HINT = "run scripts/install_vscode.sh (as root) to install it"
+
+
+def _missing(what: str) -> None:
+    pytest.fail(f"{what} is missing: {INSTALL_HINT}", pytrace=False)
+
+
+def _require_node() -> None:
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        _missing("Node.js (node and npm)")
+    if not (EXT / "node_modules" / ".bin" / "tsc").exists():
+        _missing("editors/vscode/node_modules")
+
+
+def _engram_ls() -> str:
+    beside = Path(sys.executable).parent / "engram-ls"
+    found = str(beside) if beside.exists() else shutil.which("engram-ls")
+    if found is None:
+        pytest.fail("engram-ls is not installed: run scripts/install.sh", pytrace=False)
+    return found
+
+
+def _run(cmd: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
+    """Run a command in editors/vscode in its own session; the whole group dies on timeout."""
+    proc = subprocess.Popen(
+        cmd,
+        cwd=EXT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGTERM)  # e2e/run.mjs stops what it started on SIGTERM
+        try:
+            out, _ = proc.communicate(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, _ = proc.communicate()
+        pytest.fail(f"{' '.join(cmd)} timed out after {timeout} s:\n{out[-4000:]}", pytrace=False)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, "")
+
+
+@pytest.fixture(scope="module")
+def vsix() -> Path:
+    _require_node()
+    done = _run(["npm", "run", "package"], timeout=180)
+    assert done.returncode == 0, f"npm run package failed:\n{done.stdout[-4000:]}"
+    assert VSIX.exists(), f"npm run package did not write {VSIX}"
+    return VSIX
+
+
+def test_node_unit_tests() -> None:
+    """tsc --noEmit (strict) and the node:test suites (query syntax, settings, status)."""
+    _require_node()
+    done = _run(["npm", "test"], timeout=180)
+    assert done.returncode == 0, f"npm test failed:\n{done.stdout[-6000:]}"
+    assert "# fail 0" in done.stdout, done.stdout[-2000:]
+
+
+def test_vsix_contents(vsix: Path) -> None:
+    with zipfile.ZipFile(vsix) as archive:
+        names = set(archive.namelist())
+        manifest = json.loads(archive.read("extension/package.json"))
+    assert "extension/dist/extension.js" in names
+    assert not any("node_modules" in name for name in names), "dependencies are bundled"
+    commands = {c["command"]: c["title"] for c in manifest["contributes"]["commands"]}
+    assert commands == {
+        "engram.searchNotes": "Search Notes",
+        "engram.reindex": "Reindex",
+        "engram.showStatus": "Show Index Status",
+    }
+    assert "engram.server.command" in manifest["contributes"]["configuration"]["properties"]
+
+
+def test_end_to_end_in_code_server(vsix: Path) -> None:
+    """Status bar ready with 31 notes, frontmatter topic completion, a tag search that opens a
+    note, and a server error shown in the search picker (see e2e/run.mjs)."""
+    if not CODE_SERVER.exists():
+        _missing(f"code-server ({CODE_SERVER.relative_to(ROOT)})")
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        _missing("chromium")
+    cmd = [
+        "node",
+        "e2e/run.mjs",
+        "--vsix",
+        str(vsix),
+        "--server",
+        _engram_ls(),
+        "--chromium",
+        str(chromium),
+        "--code-server",
+        str(CODE_SERVER),
+        "--artifacts",
+        str(ARTIFACTS),
+        "--timeout",
+        "150",
+    ]
+    done = _run(cmd, timeout=180)
+    print(done.stdout)
+    print(f"end-to-end screenshots and logs: {ARTIFACTS}")
+    result_file = ARTIFACTS / "result.json"
+    assert result_file.exists(), f"no result.json (exit {done.returncode}):\n{done.stdout[-4000:]}"
+    result = json.loads(result_file.read_text())
+    assert result["ok"] and done.returncode == 0, (
+        "end-to-end checks failed:\n  "
+        + "\n  ".join(result["errors"])
+        + f"\nscreenshots and logs: {ARTIFACTS}\n{done.stdout[-3000:]}"
+    )
+    assert result["checks"]["statusBar"]["notes"] == 31
+    assert any("sqlite" in item for item in result["checks"]["completion"]["items"])
+    assert len(result["checks"]["search"]["rows"]) == 5
+    assert "ENGRAM_INVALID_REQUEST" in result["checks"]["search"]["error"]
