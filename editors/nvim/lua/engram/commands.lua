@@ -1,0 +1,64 @@
+--- `:Engram {subcommand} …`: dispatch and command-line completion.
+local M = {}
+
+--- @type table<string, { run: fun(args: string, bang: boolean), complete?: fun(arg: string): string[] }>
+M.subcommands = {
+  search = {
+    run = function(args, bang)
+      require('engram').search(args, bang and { results = 'select' } or nil)
+    end,
+    complete = function(arg)
+      local out = {}
+      for _, prefix in ipairs({ '#', '-#', 'after:', 'before:', 'in:' }) do
+        if vim.startswith(prefix, arg) then
+          out[#out + 1] = prefix
+        end
+      end
+      return out
+    end,
+  },
+  reindex = {
+    run = function()
+      require('engram').reindex()
+    end,
+  },
+  status = {
+    run = function()
+      require('engram').status()
+    end,
+  },
+}
+
+--- @param opts { args: string, bang: boolean }
+function M.run(opts)
+  local name, rest = opts.args:match('^%s*(%S+)%s*(.-)%s*$')
+  local sub = name and M.subcommands[name]
+  if not sub then
+    vim.notify(
+      ('Engram: unknown subcommand %q; use one of: search, reindex, status'):format(name or ''),
+      vim.log.levels.ERROR,
+      { title = 'Engram' }
+    )
+    return
+  end
+  sub.run(rest or '', opts.bang)
+end
+
+--- @param arglead string
+--- @param cmdline string
+--- @return string[]
+function M.complete(arglead, cmdline)
+  local name, rest = cmdline:match('^%S*Engram!?%s+(%S+)%s+(.*)$')
+  if name and M.subcommands[name] then
+    local complete = M.subcommands[name].complete
+    return complete and complete(arglead) or {}
+  end
+  if rest == nil and cmdline:match('^%S*Engram!?%s+%S*$') then
+    return vim.tbl_filter(function(n)
+      return vim.startswith(n, arglead)
+    end, vim.fn.sort(vim.tbl_keys(M.subcommands)))
+  end
+  return {}
+end
+
+return M

@@ -1,0 +1,392 @@
+-- End-to-end steps in a real Neovim, started by tests/editors/test_neovim.py as
+--   nvim --headless -i NONE -n -u tests/editors/nvim/e2e.lua
+-- in a copy of the example vault. Everything comes from the environment:
+--   ENGRAM_NVIM_PLUGIN  the plugin folder (editors/nvim)
+--   ENGRAM_E2E_CMD      the server command, a JSON list
+--   ENGRAM_E2E_VAULT    the vault copy (also the current directory)
+--   ENGRAM_E2E_OUT      where the JSON results go (rewritten after every step)
+--   ENGRAM_E2E_MODE     how the client starts:
+--                         config  vim.lsp.config('engram_ls', { cmd = … }) + vim.lsp.enable
+--                         auto    the plugin's autostart, vim.g.engram_cmd
+--                         start   autostart off, require('engram').start() in a FileType autocmd
+--   ENGRAM_E2E_STEPS    "all" (default) or "attach" (attach, one search, status)
+--   ENGRAM_E2E_OUTSIDE  a folder outside every vault holding note.md (for "all")
+local env = vim.env
+local vault = vim.uv.fs_realpath(env.ENGRAM_E2E_VAULT)
+local out_path = env.ENGRAM_E2E_OUT
+local mode = env.ENGRAM_E2E_MODE or 'config'
+local cmd = vim.json.decode(env.ENGRAM_E2E_CMD)
+
+vim.opt.runtimepath:prepend(env.ENGRAM_NVIM_PLUGIN)
+vim.opt.swapfile = false
+vim.opt.more = false
+
+if mode == 'config' then
+  vim.g.engram = { autostart = false }
+  vim.lsp.config('engram_ls', { cmd = cmd })
+  vim.lsp.enable('engram_ls')
+elseif mode == 'auto' then
+  vim.g.engram_cmd = cmd
+elseif mode == 'start' then
+  vim.g.engram = { autostart = false, cmd = cmd }
+  vim.api.nvim_create_autocmd('FileType', {
+    pattern = 'markdown',
+    callback = function(ev)
+      require('engram').start(ev.buf)
+    end,
+  })
+else
+  error('unknown ENGRAM_E2E_MODE ' .. mode)
+end
+
+local results = { mode = mode, nvim = tostring(vim.version()), steps = {} }
+local notes = {} -- every vim.notify call: { msg, level }
+
+vim.notify = function(msg, level)
+  notes[#notes + 1] = { msg = tostring(msg), level = level or vim.log.levels.INFO }
+end
+
+local function save()
+  local f = assert(io.open(out_path, 'w'))
+  f:write(vim.json.encode(results))
+  f:close()
+end
+
+local function now()
+  return vim.uv.hrtime() / 1e6
+end
+
+local function fail(msg)
+  error(msg, 0)
+end
+
+local function rel(path)
+  path = vim.uv.fs_realpath(path) or path
+  if vim.startswith(path, vault .. '/') then
+    return path:sub(#vault + 2)
+  end
+  return path
+end
+
+local function client_for(buf)
+  return vim.lsp.get_clients({ name = 'engram_ls', bufnr = buf })[1]
+end
+
+local function wait_attached(buf, not_id)
+  local client
+  local ok = vim.wait(20000, function()
+    client = client_for(buf)
+    return client ~= nil and client.id ~= not_id and client.initialized == true
+  end, 50)
+  if not ok then
+    fail('no engram_ls client attached to ' .. vim.api.nvim_buf_get_name(buf))
+  end
+  return client
+end
+
+-- Poll engram/status until every vault is ready and no build runs.
+local function wait_ready(client)
+  local deadline = now() + 30000
+  local last
+  while now() < deadline do
+    local reply = client:request_sync('engram/status', vim.empty_dict(), 5000)
+    if reply and reply.result then
+      last = reply.result
+      local all = #last.vaults > 0
+      for _, v in ipairs(last.vaults) do
+        all = all and v.state == 'ready' and not v.building
+      end
+      if all then
+        return last
+      end
+    end
+    vim.wait(100)
+  end
+  fail('engram/status never said ready: ' .. vim.inspect(last))
+end
+
+local function notes_since(n)
+  local out = {}
+  for i = n + 1, #notes do
+    out[#out + 1] = notes[i]
+  end
+  return out
+end
+
+-- Run an :Engram search command; wait for the quickfix list it makes (or a notification
+-- when it makes none). Returns the vault-relative paths, sorted.
+local function search(command)
+  vim.fn.setqflist({}, ' ', { title = 'e2e-pending' })
+  local seen = #notes
+  vim.cmd(command)
+  local done = vim.wait(20000, function()
+    return vim.fn.getqflist({ title = 1 }).title ~= 'e2e-pending' or #notes > seen
+  end, 20)
+  -- A failed search notifies and leaves the list alone; a good one sets it (and may notify
+  -- "no notes match"): give the list a moment after a notification.
+  vim.wait(200, function()
+    return vim.fn.getqflist({ title = 1 }).title ~= 'e2e-pending'
+  end, 20)
+  local qf = vim.fn.getqflist({ title = 1, items = 1 })
+  local paths, from_user_data = {}, {}
+  for _, item in ipairs(qf.items) do
+    paths[#paths + 1] = rel(vim.api.nvim_buf_get_name(item.bufnr))
+    if type(item.user_data) == 'table' then
+      from_user_data[#from_user_data + 1] = item.user_data.path
+    end
+  end
+  table.sort(paths)
+  table.sort(from_user_data)
+  vim.cmd('cclose')
+  return {
+    command = command,
+    answered = done,
+    title = qf.title,
+    paths = paths,
+    user_data_paths = from_user_data,
+    first_text = qf.items[1] and qf.items[1].text or vim.NIL,
+    notes = notes_since(seen),
+  }
+end
+
+local function completion_labels(buf, line, character)
+  local params = {
+    textDocument = { uri = vim.uri_from_bufnr(buf) },
+    position = { line = line, character = character },
+  }
+  local replies = vim.lsp.buf_request_sync(buf, 'textDocument/completion', params, 10000)
+  local labels = {}
+  for _, reply in pairs(replies or {}) do
+    local res = reply.result
+    local items = res and (res.items or res) or {}
+    for _, item in ipairs(items) do
+      labels[#labels + 1] = item.label
+    end
+  end
+  return labels
+end
+
+local steps = {}
+local only_attach = env.ENGRAM_E2E_STEPS == 'attach'
+
+steps[#steps + 1] = {
+  'attach',
+  function(r)
+    vim.cmd.edit(vim.fn.fnameescape(vault .. '/reference/profiling.md'))
+    local buf = vim.api.nvim_get_current_buf()
+    local t0 = now()
+    local client = wait_attached(buf)
+    r.attach_ms = now() - t0
+    r.root_dir = rel(client.root_dir)
+    r.client_name = client.name
+    r.clients = #vim.lsp.get_clients({ name = 'engram_ls' })
+    local status = wait_ready(client)
+    r.ready_ms = now() - t0
+    r.vaults = #status.vaults
+    r.notes = status.vaults[1].notes
+    r.state = status.vaults[1].state
+  end,
+}
+
+if not only_attach then
+  steps[#steps + 1] = {
+    'completion',
+    function(r)
+      vim.cmd.edit(vim.fn.fnameescape(vault .. '/inbox/e2e completion.md'))
+      local buf = vim.api.nvim_get_current_buf()
+      vim.api.nvim_buf_set_lines(buf, 0, -1, false, {
+        '---',
+        'title: Completion check',
+        'tags: [s',
+        '---',
+        '',
+        'Body.',
+      })
+      wait_attached(buf)
+      r.flow = completion_labels(buf, 2, #'tags: [s')
+      vim.api.nvim_buf_set_lines(buf, 0, -1, false, {
+        '---',
+        'topics:',
+        '  - memory',
+        '  - pe',
+        '---',
+      })
+      r.block = completion_labels(buf, 3, #'  - pe')
+      vim.api.nvim_buf_set_lines(buf, 0, -1, false, { '---', 'title: x', '---', 'plain s' })
+      r.body = completion_labels(buf, 3, #'plain s')
+      vim.cmd('bwipeout!')
+      r.file_created = vim.uv.fs_stat(vault .. '/inbox/e2e completion.md') ~= nil
+    end,
+  }
+end
+
+if not only_attach then
+  steps[#steps + 1] = {
+    'outside',
+    function(r)
+      vim.cmd.edit(vim.fn.fnameescape(env.ENGRAM_E2E_OUTSIDE .. '/note.md'))
+      local buf = vim.api.nvim_get_current_buf()
+      r.filetype = vim.bo[buf].filetype
+      vim.wait(500, function()
+        return client_for(buf) ~= nil
+      end, 20)
+      r.attached = client_for(buf) ~= nil
+      r.clients = #vim.lsp.get_clients({ name = 'engram_ls' })
+      vim.cmd('bwipeout!')
+      vim.cmd.edit(vim.fn.fnameescape(vault .. '/reference/profiling.md'))
+    end,
+  }
+end
+
+steps[#steps + 1] = {
+  'search_tag',
+  function(r)
+    r.result = search('Engram search #memory')
+  end,
+}
+
+if not only_attach then
+  steps[#steps + 1] = {
+    'search_filters',
+    function(r)
+      r.excluded = search('Engram search #memory -#journal')
+      r.dated = search('Engram search #sqlite after:2024-01-01 before:2024-12-31')
+      r.phrase_in = search('Engram search "write-ahead log" in:reference')
+    end,
+  }
+  steps[#steps + 1] = {
+    'bad_date',
+    function(r)
+      r.result = search('Engram search #sqlite after:2024-13-01')
+    end,
+  }
+  steps[#steps + 1] = {
+    'select',
+    function(r)
+      local original = vim.ui.select
+      vim.ui.select = function(items, opts, on_choice)
+        r.items = {}
+        for _, item in ipairs(items) do
+          r.items[#r.items + 1] = opts.format_item(item)
+        end
+        on_choice(items[1])
+      end
+      vim.cmd('Engram! search #memory after:2026-01-01')
+      local ok = vim.wait(20000, function()
+        return r.items ~= nil
+      end, 20)
+      vim.ui.select = original
+      r.answered = ok
+      r.opened = rel(vim.api.nvim_buf_get_name(0))
+      vim.cmd.edit(vim.fn.fnameescape(vault .. '/reference/profiling.md'))
+    end,
+  }
+  steps[#steps + 1] = {
+    'save',
+    function(r)
+      vim.cmd.edit(vim.fn.fnameescape(vault .. '/reference/profiling.md'))
+      local buf = vim.api.nvim_get_current_buf()
+      r.before = search('Engram search #nvim-e2e')
+      local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+      local changed = false
+      for i, line in ipairs(lines) do
+        if line == 'tags: [performance, memory]' then
+          vim.api.nvim_buf_set_lines(buf, i - 1, i, false, { 'tags: [performance, memory, nvim-e2e]' })
+          changed = true
+          break
+        end
+      end
+      if not changed then
+        fail('the tags line of reference/profiling.md was not found: ' .. vim.inspect(lines))
+      end
+      vim.cmd('silent write')
+      local t0 = now()
+      r.attempts = 0
+      repeat
+        r.attempts = r.attempts + 1
+        r.after = search('Engram search #nvim-e2e')
+      until #r.after.paths > 0 or now() - t0 > 10000
+      r.visible_ms = now() - t0
+    end,
+  }
+  steps[#steps + 1] = {
+    'reindex',
+    function(r)
+      local buf = vim.api.nvim_get_current_buf()
+      local old = client_for(buf)
+      local seen = #notes
+      vim.cmd('Engram reindex')
+      local client = wait_attached(buf, old.id)
+      r.new_client = client.id ~= old.id
+      r.old_client_gone = vim.lsp.get_client_by_id(old.id) == nil
+      r.clients = #vim.lsp.get_clients({ name = 'engram_ls' })
+      wait_ready(client)
+      vim.wait(5000, function()
+        return #notes > seen
+      end, 20)
+      r.notes = notes_since(seen)
+      r.after = search('Engram search #nvim-e2e')
+    end,
+  }
+end
+
+steps[#steps + 1] = {
+  'status',
+  function(r)
+    local seen = #notes
+    vim.cmd('Engram status')
+    r.answered = vim.wait(10000, function()
+      return #notes > seen
+    end, 20)
+    r.notes = notes_since(seen)
+  end,
+}
+
+if not only_attach then
+  steps[#steps + 1] = {
+    'checkhealth',
+    function(r)
+      vim.cmd('checkhealth engram')
+      local lines
+      vim.wait(15000, function()
+        lines = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+        return table.concat(lines, '\n'):find('Vaults') ~= nil
+      end, 50)
+      r.lines = lines
+    end,
+  }
+end
+
+local function run()
+  for _, step in ipairs(steps) do
+    local name, fn = step[1], step[2]
+    local r = {}
+    results.steps[name] = r
+    local t0 = now()
+    local ok, err = xpcall(fn, debug.traceback, r)
+    r.ms = now() - t0
+    if not ok then
+      r.error = err
+      results.failed_step = name
+      save()
+      return
+    end
+    save()
+  end
+  results.done = true
+  save()
+end
+
+vim.api.nvim_create_autocmd('VimEnter', {
+  once = true,
+  callback = function()
+    vim.schedule(function()
+      local ok, err = xpcall(run, debug.traceback)
+      if not ok then
+        results.error = err
+        save()
+      end
+      vim.cmd('qa!')
+    end)
+  end,
+})

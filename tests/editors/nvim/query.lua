@@ -1,0 +1,19 @@
+-- Parse every query of a JSON list with lua/engram/query.lua (no server, no editor state).
+--   nvim --clean --headless -l tests/editors/nvim/query.lua PLUGIN_DIR INPUT.json OUTPUT.json
+-- OUTPUT.json is a list of { input = …, request = parse(input), terms = terms(input) }.
+local plugin, input_path, output_path = arg[1], arg[2], arg[3]
+vim.opt.runtimepath:prepend(plugin)
+local query = require('engram.query')
+
+local f = assert(io.open(input_path, 'r'))
+local inputs = vim.json.decode(f:read('*a'))
+f:close()
+
+local out = {}
+for i, input in ipairs(inputs) do
+  out[i] = { input = input, request = query.parse(input), terms = query.terms(input) }
+end
+
+f = assert(io.open(output_path, 'w'))
+f:write(vim.json.encode(out))
+f:close()

