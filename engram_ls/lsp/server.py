@@ -19,13 +19,16 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
+import attrs
 import cattrs
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import (
     JsonRPCNotification,
     JsonRPCRequestMessage,
     JsonRPCResponseMessage,
+    LanguageServerProtocol,
     default_converter,
 )
 
@@ -41,7 +44,31 @@ CONFIG_SECTION = "engram"
 
 
 def _plain(obj: Any, cls: type) -> Any:
-    return cls(**obj)
+    """Custom messages as plain dicts; ``params`` may be absent (JSON-RPC makes it optional)."""
+    fields = attrs.fields_dict(cls)
+    return cls(**{name: obj.get(name) for name in fields})
+
+
+class _Answered(JsonRpcException):
+    """A request that could not be read, already answered with an error."""
+
+
+class EngramProtocol(LanguageServerProtocol):
+    """pygls' protocol, except that a request whose message cannot be read (wrong params for
+    its method, say) gets an error response instead of leaving the client waiting."""
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as exc:
+            msg_id = data.get("id")
+            if "method" not in data or not isinstance(msg_id, int | str):
+                raise
+            error = exc.to_response_error()
+            cause = f" ({exc.__cause__})" if exc.__cause__ is not None else ""
+            error.message = f"cannot read the {data.get('method')!r} request{cause}"
+            self._send_response(msg_id, error=error)
+            raise _Answered(error.message) from exc
 
 
 def converter_factory() -> cattrs.Converter:
@@ -61,6 +88,7 @@ class EngramLanguageServer(LanguageServer):
             __version__,
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
             converter_factory=converter_factory,
+            protocol_cls=EngramProtocol,
         )
         self.vaults = Vaults(self.run)
         self.settings: dict[str, Any] = {}
@@ -73,6 +101,12 @@ class EngramLanguageServer(LanguageServer):
         self.on_vault_ready: list[Callable[[Vault], None]] = []
         """Called when a vault's first build or reconcile has finished."""
         self.on_changes_applied: list[Callable[[Vault, SyncReport], None]] = []
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        if isinstance(error, _Answered):
+            log.warning("%s", error)  # the client got the error as the response
+            return
+        super().report_server_error(error, source)
 
     async def ready(self) -> None:
         """Wait until the vaults exist (after ``initialized``); their builds may still run."""

@@ -1,0 +1,168 @@
+"""Malformed and random JSON-RPC traffic: ``engram-ls`` answers with errors and keeps serving.
+
+Raw frames are written to the real server's stdin (pytest-lsp's client only sends valid ones).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import DATA, copy_tree
+
+SERVER = [sys.executable, "-m", "engram_ls.lsp"]
+
+
+class RawClient:
+    """Frames in, frames out, over the server's stdio."""
+
+    def __init__(self, cwd: Path) -> None:
+        self.proc = subprocess.Popen(
+            SERVER,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            cwd=cwd,
+        )
+        self.messages: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        out = self.proc.stdout
+        assert out is not None
+        while True:
+            length = None
+            while True:
+                line = out.readline()
+                if not line:
+                    return
+                if line in (b"\r\n", b"\n"):
+                    break
+                name, _, value = line.decode("ascii").partition(":")
+                if name.lower() == "content-length":
+                    length = int(value)
+            assert length is not None
+            body = json.loads(out.read(length))
+            with self.lock:
+                self.messages.append(body)
+
+    def raw(self, body: bytes) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.proc.stdin.flush()
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.raw(json.dumps({"jsonrpc": "2.0", **message}).encode())
+
+    def response(self, id_: Any, timeout: float = 30) -> dict[str, Any]:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            with self.lock:
+                for m in self.messages:
+                    if m.get("id") == id_ and ("result" in m or "error" in m):
+                        return m
+            assert self.proc.poll() is None, "the server exited"
+            time.sleep(0.02)
+        raise AssertionError(f"no response to {id_!r}")
+
+    def close(self) -> None:
+        try:
+            self.send({"id": "bye", "method": "shutdown"})
+            self.response("bye", timeout=10)
+            self.send({"method": "exit"})
+            self.proc.wait(timeout=10)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def test_garbage_does_not_stop_the_server(tmp_path: Path) -> None:
+    root = copy_tree(DATA / "tags", tmp_path / "tags")
+    client = RawClient(tmp_path)
+    try:
+        client.send(
+            {
+                "id": 1,
+                "method": "initialize",
+                "params": {"capabilities": {}, "rootUri": root.as_uri(), "processId": os.getpid()},
+            }
+        )
+        assert "result" in client.response(1)
+        client.send({"method": "initialized", "params": {}})
+
+        rng = random.Random(7)
+        garbage: list[bytes] = [
+            b"{not json",
+            b"[]",
+            b"42",
+            b'"a string"',
+            b"null",
+            b'{"jsonrpc": "2.0"}',
+            b'{"jsonrpc": "1.0", "id": 5, "method": "engram/status"}',
+            json.dumps({"jsonrpc": "2.0", "id": 6, "method": "no/such/method"}).encode(),
+            json.dumps(
+                {"jsonrpc": "2.0", "id": 7, "method": "engram/search", "params": 3}
+            ).encode(),
+            json.dumps(
+                {"jsonrpc": "2.0", "id": 8, "method": "engram/search", "params": {"query": {}}}
+            ).encode(),
+            json.dumps(
+                {"jsonrpc": "2.0", "id": 9, "method": "textDocument/completion", "params": {}}
+            ).encode(),
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "textDocument/didOpen",
+                    "params": {"textDocument": {"uri": 5}},
+                }
+            ).encode(),
+            json.dumps(
+                {"jsonrpc": "2.0", "method": "workspace/didRenameFiles", "params": {"files": "x"}}
+            ).encode(),
+            b'{"jsonrpc": "2.0", "id": 10, "method": "engram/search",'
+            b' "params": {"query": "\xed\xb3\xbf"}}',  # a lone surrogate, as UTF-8
+            b"\xff\xfe\x00garbage",
+        ]
+        garbage += [rng.randbytes(rng.randint(1, 200)) for _ in range(20)]
+        for body in garbage:
+            client.raw(body)
+
+        # every request that had an id got an error answer, not silence
+        for id_ in (6, 7, 8, 9):
+            assert "error" in client.response(id_), id_
+        assert client.response(6)["error"]["code"] == -32601  # method not found
+        assert client.response(9)["error"]["code"] == -32602  # invalid params
+
+        # params are optional in JSON-RPC
+        client.send({"id": 11, "method": "engram/status"})
+        assert "vaults" in client.response(11)["result"]
+
+        # and the server still serves real requests, from a built index
+        deadline = time.monotonic() + 60
+        while True:
+            client.send({"id": "s", "method": "engram/status", "params": {}})
+            status = client.response("s")["result"]
+            with client.lock:
+                client.messages = [m for m in client.messages if m.get("id") != "s"]
+            if status["vaults"] and status["vaults"][0]["state"] == "ready":
+                break
+            assert time.monotonic() < deadline, status
+            time.sleep(0.1)
+        client.send(
+            {"id": "q", "method": "engram/search", "params": {"query": "", "tags": ["python"]}}
+        )
+        result = client.response("q")["result"]
+        assert result["total"] == 3
+        assert client.proc.poll() is None
+    finally:
+        client.close()
