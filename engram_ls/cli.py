@@ -16,12 +16,15 @@ from typing import Any, TextIO
 
 from engram_ls import __version__
 from engram_ls.core.errors import EngramError, IndexUnavailable
+from engram_ls.core.librarian import Librarian, LibrarianReport
 from engram_ls.core.search import SearchResponse
-from engram_ls.core.service import Engram
-from engram_ls.core.sync import SyncReport
+from engram_ls.core.service import Engram, default_index_path
+from engram_ls.core.sync import Change, SyncReport
 from engram_ls.core.vault import choose_vault_root
 
 EXIT_OK = 0
+EXIT_INCOMPLETE = 1
+"""``engram librarian``: the run finished, but some notes were skipped or failed."""
 EXIT_ERROR = 2
 
 
@@ -233,6 +236,82 @@ def cmd_topics(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_librarian(args: argparse.Namespace) -> int:
+    root = choose_vault_root(args.vault)
+    librarian = Librarian(root)
+    for warning in librarian.warnings:
+        _err(f"warning: {warning}")
+    if not librarian.rules:
+        _err("warning: no keyword_topics in .engram/config.yaml; no topics to suggest")
+    report = librarian.run(apply=args.apply, quarantine=args.quarantine)
+    reindexed = _reindex_after(librarian, report, args.index) if args.apply else False
+    if args.json:
+        _print_json(
+            {"vault": str(librarian.vault.root), **report.to_dict(), "reindexed": reindexed}
+        )
+    else:
+        _print_librarian(report)
+    incomplete = report.counts["skipped-changed"] + report.counts["failed"]
+    return EXIT_INCOMPLETE if incomplete else EXIT_OK
+
+
+def _reindex_after(librarian: Librarian, report: LibrarianReport, index: str | None) -> bool:
+    """Bring an existing index up to date with the notes just written or moved."""
+    changes = [Change("changed", p) for p in report.paths("applied")]
+    changes += [Change("deleted", p) for p in report.paths("quarantined")]
+    if not changes:
+        return False
+    root = librarian.vault.root
+    index_path = Path(index).expanduser() if index else default_index_path(root, librarian.config)
+    if not index_path.exists():
+        return False
+    engram = Engram(root, config=librarian.config, index_path=index_path)
+    try:
+        engram.open()
+        if engram.unavailable:
+            _err(f"warning: the index was not updated: {engram.unavailable}")
+            return False
+        engram.apply_changes(changes)
+        return True
+    except EngramError as exc:
+        _err(f"warning: the index was not updated: {exc.message}")
+        return False
+    finally:
+        engram.close()
+
+
+def _print_librarian(report: LibrarianReport) -> None:
+    out = sys.stdout
+    for note in report.notes:
+        if note.status in ("planned", "applied"):
+            out.write(f"{note.path}: {', '.join('+' + t for t in note.topics)}\n")
+        elif note.status == "quarantine-planned":
+            out.write(f"{note.path}: would move to {note.moved_to} ({note.message})\n")
+        elif note.status == "quarantined":
+            out.write(f"{note.path}: moved to {note.moved_to} ({note.message})\n")
+        elif note.status == "skipped-changed":
+            _err(f"skipped {note.path}: {note.message}")
+        else:
+            _err(f"failed {note.path}: {note.message}")
+    counts = report.counts
+    notes = counts["applied"] if report.apply else counts["planned"]
+    verb = "added" if report.apply else "would add"
+    summary = (
+        f"{verb} {report.topics_added} topics to {notes} notes"
+        f" ({report.scanned} notes scanned, {report.unchanged} unchanged)"
+    )
+    moved = counts["quarantined"] if report.apply else counts["quarantine-planned"]
+    if report.quarantine is not None:
+        summary += f"; {'moved' if report.apply else 'would move'} {moved} to {report.quarantine}"
+    if counts["skipped-changed"]:
+        summary += f"; {counts['skipped-changed']} skipped (changed on disk since read)"
+    if counts["failed"]:
+        summary += f"; {counts['failed']} failed"
+    if not report.apply and (notes or moved):
+        summary += "; run with --apply to write"
+    out.write(summary + "\n")
+
+
 # -- parser ----------------------------------------------------------------------------------
 
 
@@ -342,6 +421,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-sync", action="store_true", help="do not bring the index up to date first")
     common(p)
     p.set_defaults(func=cmd_topics)
+
+    p = sub.add_parser(
+        "librarian",
+        help="add topics to notes from the keyword_topics map (dry run unless --apply)",
+        description="Suggest topics for every note from keyword_topics in .engram/config.yaml "
+        "and show what each note would gain. With --apply, write them: only the topic entry of "
+        "the frontmatter changes, each file is replaced atomically, and a note changed on disk "
+        "since it was read is skipped. Exit status 1 when notes were skipped or failed.",
+    )
+    p.add_argument("vault", nargs="?", metavar="VAULT", help="vault folder")
+    p.add_argument("--apply", action="store_true", help="write the topics (default: dry run)")
+    p.add_argument(
+        "--quarantine",
+        metavar="DIR",
+        help="move notes that are not UTF-8 text to DIR (vault-relative, must not be indexed, "
+        "e.g. .engram/quarantine), logging each move there",
+    )
+    common(p)
+    p.set_defaults(func=cmd_librarian)
     # `engram lsp ...` and `engram mcp ...` hand their arguments to the servers' own parsers.
     sub.add_parser("lsp", help="run the language server (engram-ls); see engram lsp --help")
     sub.add_parser("mcp", help="run the MCP server (engram-mcp); see engram mcp --help")

@@ -564,7 +564,7 @@ def check_edit(text: str, entry: tuple[int, int], wanted: tuple[str, ...], edit:
     return after
 
 
-PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PROPERTY = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @PROPERTY
