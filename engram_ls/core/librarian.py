@@ -575,9 +575,9 @@ def _move_no_clobber(source: Path, target: Path) -> None:
     """Move a file without ever replacing an existing one (hard link, then unlink)."""
     try:
         os.link(source, target, follow_symlinks=False)
-    except OSError as exc:
-        if isinstance(exc, FileExistsError):
-            raise
+    except FileExistsError:
+        raise
+    except (OSError, NotImplementedError) as exc:
         if os.path.lexists(target):  # pragma: no cover - raced by another writer
             raise FileExistsError(str(target)) from exc
         os.rename(source, target)  # no hard links here (another file system, FAT, ...)
