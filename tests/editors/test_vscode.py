@@ -107,7 +107,9 @@ def test_vsix_contents(vsix: Path) -> None:
 
 def test_end_to_end_in_code_server(vsix: Path) -> None:
     """Status bar ready with 31 notes, frontmatter topic completion, a tag search that opens a
-    note, and a server error shown in the search picker (see e2e/run.mjs)."""
+    note, a server error shown in the search picker, the status picker's Reindex restarting
+    the server, a missing server command reported with its fix and recovered from on a
+    setting change, and the build's work-done progress (see e2e/run.mjs)."""
     if not CODE_SERVER.exists():
         _missing(f"code-server ({CODE_SERVER.relative_to(ROOT)})")
     chromium = shutil.which("chromium")
@@ -144,3 +146,7 @@ def test_end_to_end_in_code_server(vsix: Path) -> None:
     assert any("sqlite" in item for item in result["checks"]["completion"]["items"])
     assert len(result["checks"]["search"]["rows"]) == 5
     assert "ENGRAM_INVALID_REQUEST" in result["checks"]["search"]["error"]
+    reindex = result["checks"]["reindex"]
+    assert reindex["serverPidAfter"] != reindex["serverPidBefore"]
+    assert "engram.server.command" in result["checks"]["settingsRestart"]["message"]
+    assert result["checks"]["progress"]

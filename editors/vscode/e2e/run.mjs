@@ -13,6 +13,10 @@
 //   2. frontmatter topic completion offers a vault topic;
 //   3. "Engram: Search Notes" lists the notes of a tag + date filter, shows a server error
 //      in the picker, and opens the chosen note.
+//   4. "Engram: Show Index Status" lists the vault; its Reindex restarts engram-ls (new pid);
+//   5. a workspace setting naming a missing server command restarts the client, shows the
+//      error with its fix and "not running"; removing it brings the server back to ready;
+//   6. the build's work-done progress reached the extension (its log has begin and end).
 // Writes result.json and screenshots into the artifacts folder; exit status 0 when all pass.
 // Every process it starts is killed (by process group) before it exits.
 
@@ -163,6 +167,8 @@ function prepare(tmp) {
     'git.enabled': false,
     'chat.commandCenter.enabled': false,
     'editor.quickSuggestionsDelay': 10,
+    // VS Code in a browser saves after a delay by default: keep the completion check unsaved.
+    'files.autoSave': 'off',
     'window.restoreWindows': 'none',
   };
   fs.writeFileSync(path.join(userData, 'User', 'settings.json'), JSON.stringify(settings, null, 2));
@@ -311,6 +317,108 @@ async function checkSearch(page) {
   await shot(page, '05-search-opened');
 }
 
+
+/** The pids of engram-ls processes started under code-server (its session: spawned detached). */
+function serverPids() {
+  const cs = children.find((c) => c.name === 'code-server')?.child;
+  if (!cs) {
+    return [];
+  }
+  const ps = spawnSync('ps', ['-o', 'pid=,args=', '--sid', String(cs.pid)], { encoding: 'utf8' });
+  return ps.stdout
+    .split('\n')
+    .filter((line) => line.includes(opts.server))
+    .map((line) => Number(line.trim().split(/\s+/)[0]));
+}
+
+async function waitReady(page, what) {
+  return waitFor(
+    what,
+    async () => (await statusBarTexts(page)).find((t) => new RegExp(`Engram: ready · ${EXPECTED_NOTES} notes`).test(t)),
+    60000,
+  );
+}
+
+async function checkStatusAndReindex(page) {
+  const before = serverPids();
+  if (before.length !== 1) {
+    throw new Error(`expected one engram-ls process, found ${before.length}`);
+  }
+  await runCommand(page, 'Engram: Show Index Status');
+  const rows = await waitFor(
+    'the index status picker',
+    async () => {
+      const labels = await quickPickRows(page);
+      return labels.some((l) => /ready/.test(l) && new RegExp(`${EXPECTED_NOTES} notes`).test(l)) ? labels : undefined;
+    },
+    10000,
+  );
+  await shot(page, '06-index-status');
+  // Choose "Reindex" in the picker: the language server is restarted.
+  await page.locator('.quick-input-widget .quick-input-box input').fill('Reindex');
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Reindex' }).first().waitFor({ timeout: 5000 });
+  await page.keyboard.press('Enter');
+  const after = await waitFor(
+    'a new engram-ls process after Reindex',
+    () => {
+      const pids = serverPids();
+      return pids.length === 1 && pids[0] !== before[0] ? pids : undefined;
+    },
+    30000,
+  );
+  const text = await waitReady(page, 'the status bar to show ready again after Reindex');
+  result.checks.reindex = { statusRows: rows, serverPidBefore: before[0], serverPidAfter: after[0], statusBar: text };
+  log(`reindex: engram-ls pid ${before[0]} -> ${after[0]}; ${text}`);
+}
+
+async function checkSettingsRestart(page, vault) {
+  // A workspace setting (.vscode/settings.json) points the server command at a missing file.
+  const dir = path.join(vault, '.vscode');
+  const settingsFile = path.join(dir, 'settings.json');
+  const missing = path.join(vault, 'no-such-engram-ls');
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(settingsFile, JSON.stringify({ 'engram.server.command': [missing] }, null, 2));
+  const message = await waitFor(
+    'an error message naming the missing server',
+    async () => {
+      const toasts = await page.locator('.notifications-toasts .notification-toast').allInnerTexts();
+      return toasts.find((t) => t.includes('no-such-engram-ls') && /engram\.server\.command/.test(t));
+    },
+    30000,
+  );
+  const failed = await waitFor(
+    'the status bar to say the server is not running',
+    async () => (await statusBarTexts(page)).find((t) => /Engram: not running/.test(t)),
+    10000,
+  );
+  await shot(page, '07-server-missing');
+  await waitFor('the old engram-ls to exit', () => serverPids().length === 0, 10000);
+  fs.rmSync(dir, { recursive: true, force: true });
+  const text = await waitReady(page, 'the status bar to show ready after the setting was fixed');
+  result.checks.settingsRestart = { message: message.replace(/\s+/g, ' ').trim(), failedStatus: failed, statusBar: text };
+  log(`settings restart: "${result.checks.settingsRestart.message.slice(0, 120)}…"; then ${text}`);
+  await page.keyboard.press('Escape');
+}
+
+function findFile(dir, name) {
+  if (!fs.existsSync(dir)) {
+    return undefined;
+  }
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const full = path.join(dir, entry.name);
+    if (entry.isFile() && entry.name === name) {
+      return full;
+    }
+    if (entry.isDirectory()) {
+      const found = findFile(full, name);
+      if (found) {
+        return found;
+      }
+    }
+  }
+  return undefined;
+}
+
 async function main() {
   fs.rmSync(opts.artifacts, { recursive: true, force: true });
   fs.mkdirSync(opts.artifacts, { recursive: true });
@@ -395,6 +503,8 @@ async function main() {
       ['status bar', checkStatusBar],
       ['frontmatter completion', checkCompletion],
       ['search notes', checkSearch],
+      ['index status and reindex', checkStatusAndReindex],
+      ['restart on setting change', (p) => checkSettingsRestart(p, vault)],
     ]) {
       try {
         await check(page);
@@ -405,6 +515,14 @@ async function main() {
         await shot(page, `fail-${name.replace(/\W+/g, '-')}`).catch(() => undefined);
         await page.keyboard.press('Escape').catch(() => undefined);
       }
+    }
+    // The build's work-done progress reached the extension (it logs begin and end).
+    const engramLog = findFile(path.join(userData, 'logs'), 'Engram.log');
+    const logText = engramLog ? fs.readFileSync(engramLog, 'utf8') : '';
+    const progress = logText.split('\n').filter((line) => /Progress( done)?:/.test(line));
+    result.checks.progress = progress;
+    if (!progress.some((line) => /Progress: Engram: indexing/.test(line)) || !progress.some((line) => /Progress done: \d+ notes/.test(line))) {
+      result.errors.push(`work-done progress: no begin/end in the Engram log (${engramLog ?? 'no log'})`);
     }
     result.ok = result.errors.length === 0;
   } catch (error) {

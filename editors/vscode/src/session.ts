@@ -86,7 +86,11 @@ export class ServerSession implements vscode.Disposable {
           return;
         }
         this.statusBar.progress(token, value);
+        if (value.kind === 'begin') {
+          this.output.info(`Progress: ${value.title}`);
+        }
         if (value.kind === 'end') {
+          this.output.info(`Progress done: ${value.message ?? ''}`);
           this.scheduleRefresh(0);
         }
       },
