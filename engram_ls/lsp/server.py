@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 import attrs
 import cattrs
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcRequestCancelled
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import (
     JsonRPCNotification,
@@ -263,6 +263,21 @@ def create_server() -> EngramLanguageServer:
     return server
 
 
+class _ExpectedErrors(logging.Filter):
+    """pygls logs every error response with a traceback; a request the client got wrong
+    (invalid params, cancelled, unknown id) is answered, not a server fault: one line at INFO."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, JsonRpcInvalidParams | JsonRpcRequestCancelled):
+            record.msg, record.args = "%s: %s", (record.getMessage(), exc)
+            record.exc_info, record.exc_text = None, None
+            record.levelno, record.levelname = logging.INFO, "INFO"
+        elif record.getMessage().startswith("Cancel notification for unknown message id"):
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return record.levelno >= logging.getLogger().getEffectiveLevel()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="engram-ls", description="The Engram language server (stdio by default)."
@@ -276,6 +291,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=getattr(logging, str(args.log_level).upper(), logging.WARNING),
         format="%(asctime)s %(name)s %(levelname)s %(message)s",
     )
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(_ExpectedErrors())
     server = create_server()
     try:
         if args.tcp:
