@@ -3,6 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install.sh --dev
+./scripts/install_vscode.sh   # npm packages, Chromium and code-server for the VS Code tests
 echo "== ruff"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
