@@ -5,7 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from engram_ls.lsp.features import completion, diagnostics, files, hover, search, symbols
+from engram_ls.lsp.features import (
+    code_actions,
+    completion,
+    diagnostics,
+    files,
+    hover,
+    search,
+    symbols,
+)
 
 if TYPE_CHECKING:
     from engram_ls.lsp.server import EngramLanguageServer
@@ -17,4 +25,5 @@ FEATURES: list[Callable[[EngramLanguageServer], None]] = [
     hover.register,
     diagnostics.register,
     symbols.register,
+    code_actions.register,
 ]
