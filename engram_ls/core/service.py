@@ -24,6 +24,7 @@ from engram_ls.core.index import db
 from engram_ls.core.index import symbols as sym
 from engram_ls.core.index.query import IndexSearcher
 from engram_ls.core.index.store import Index, IndexStatus
+from engram_ls.core.librarian import TopicEdit, add_topics_to_file
 from engram_ls.core.model import Note
 from engram_ls.core.scan import ScanSearcher
 from engram_ls.core.search import (
@@ -292,6 +293,22 @@ class Engram:
         except OSError as exc:
             raise IndexUnavailable(f"cannot write {rel}: {exc.strerror or exc}") from exc
         return self.apply_changes([Change("changed", rel)])
+
+    def add_topics(self, path: str, topics: Sequence[str]) -> tuple[TopicEdit | None, int]:
+        """Add topics to a note's frontmatter (only its topic entry changes; the write is
+        atomic and refused if the note changed meanwhile) and index it before returning.
+
+        Returns the edit (None when the note already had them) and the index generation.
+        """
+        if not topics:
+            raise InvalidRequest("give at least one topic")
+        if len(topics) > 100:
+            raise InvalidRequest(f"{len(topics)} topics given; at most 100 at once")
+        edit = add_topics_to_file(self.vault.root, path, topics, self.config)
+        if edit is None:
+            return None, self.status().generation
+        report = self.apply_changes([Change("changed", self.vault.rel(path))])
+        return edit, report.generation
 
     def problems(self) -> list[dict[str, Any]]:
         """Every recorded note problem: ``{path, code, message, line}``, by path."""

@@ -207,6 +207,23 @@ def create_server(engram: Engram, *, allow_write: bool = False) -> MCPServer:
             report = call(engram.write_note, path, content, overwrite=overwrite)
             return {"path": engram.vault.rel(path), "generation": report.generation}
 
+        @mcp.tool(annotations=WRITE)
+        def add_topics(
+            path: Annotated[str, Field(description="Vault-relative path of a note (.md).")],
+            topics: Annotated[list[str], Field(description="Topics to add (kept if present).")],
+        ) -> dict[str, Any]:
+            """Add topics to a note's frontmatter. Only the topic entry's lines change (the
+            rest of the note stays byte-identical, list style kept); a note without
+            frontmatter gets one. Refused if the note changed while it was being edited.
+            The note is searchable by the new topics when this returns."""
+            edit, generation = call(engram.add_topics, path, topics)
+            return {
+                "path": engram.vault.rel(path),
+                "changed": edit is not None,
+                "topics": list(edit.topics) if edit is not None else None,
+                "generation": generation,
+            }
+
     return mcp
 
 
@@ -242,7 +259,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1", help="HTTP address (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
     parser.add_argument("--no-watch", action="store_true", help="do not watch the vault")
-    parser.add_argument("--allow-write", action="store_true", help="offer the write_note tool")
+    parser.add_argument(
+        "--allow-write", action="store_true", help="offer the write tools (write_note, add_topics)"
+    )
     parser.add_argument("--log-level", default="WARNING", help="log level on stderr")
     args = parser.parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=getattr(logging, args.log_level.upper(), 30))

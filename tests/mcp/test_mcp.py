@@ -247,3 +247,43 @@ async def test_write_note(tags_engram: Engram, tmp_path: Path) -> None:
             assert r.is_error, bad
     assert not (tmp_path / "escape.md").exists()
     assert not any(p.name.endswith(".tmp") for p in root.rglob("*"))
+
+
+async def test_add_topics(tags_engram: Engram, tmp_path: Path) -> None:
+    root = tags_engram.vault.root
+    async with Client(create_server(tags_engram)) as client:
+        names = {t.name for t in (await client.list_tools()).tools}
+        assert "add_topics" not in names  # a write tool: only with --allow-write
+    note = root / "e-python.md"
+    before = note.read_text("utf-8")
+    async with Client(create_server(tags_engram, allow_write=True)) as client:
+        tool = next(t for t in (await client.list_tools()).tools if t.name == "add_topics")
+        assert tool.annotations is not None and not tool.annotations.read_only_hint
+        r = await call(client, "add_topics", {"path": "e-python.md", "topics": ["kumquat-lore"]})
+        assert not r.is_error, r.content
+        assert r.structured_content["changed"] is True
+        assert "kumquat-lore" in r.structured_content["topics"]
+        after = note.read_text("utf-8")
+        # only the topic entry changed
+        changed = [
+            (a, b) for a, b in zip(before.splitlines(), after.splitlines(), strict=True) if a != b
+        ]
+        assert len(changed) == 1 and "kumquat-lore" in changed[0][1]
+        # searchable right away, and a second call changes nothing
+        r = await call(client, "search_notes", {"tags": ["kumquat-lore"]})
+        assert [h["path"] for h in r.structured_content["results"]] == ["e-python.md"]
+        r = await call(client, "add_topics", {"path": "e-python.md", "topics": ["Kumquat-Lore"]})
+        assert not r.is_error and r.structured_content["changed"] is False
+        assert note.read_text("utf-8") == after
+        # a note without frontmatter gets one; the body stays as it was
+        plain = root / "i-no-frontmatter.md"
+        body = plain.read_bytes()
+        r = await call(client, "add_topics", {"path": "i-no-frontmatter.md", "topics": ["x"]})
+        assert not r.is_error, r.content
+        assert plain.read_bytes().endswith(body)
+        for bad in ("../escape.md", "/etc/passwd", "notes.txt", "missing.md"):
+            r = await call(client, "add_topics", {"path": bad, "topics": ["x"]})
+            assert r.is_error, bad
+        r = await call(client, "add_topics", {"path": "e-python.md", "topics": []})
+        assert r.is_error
+    assert not (tmp_path / "escape.md").exists()
