@@ -11,3 +11,6 @@ run .venv/bin/engram search --vault "$VAULT" --tag sqlite --from 2024-01-01 --to
 run .venv/bin/engram search "memory leak" --vault "$VAULT" --tag -python --limit 5
 run .venv/bin/engram topics "$VAULT" --limit 10
 run .venv/bin/engram status "$VAULT"
+# Which topics the keyword map of .engram/config.yaml would add (a dry run: nothing is written;
+# it exits 1 because one example note has malformed frontmatter and is reported, not edited).
+run .venv/bin/engram librarian "$VAULT" || true
