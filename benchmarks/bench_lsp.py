@@ -49,6 +49,13 @@ BATCH = 1000
 BENCH_DIR = "_engram-bench"
 BATCH_TAG = "engram-bench-batch"
 TIMEOUT_S = 120.0
+STALL_S = 20.0
+"""A server still building that used less than a second of CPU over this long is hung."""
+SERVER = [sys.executable, "-m", "engram_ls.lsp"]
+
+
+class ServerHung(RuntimeError):
+    pass
 
 
 def capabilities(preset: str) -> types.ClientCapabilities:
@@ -110,7 +117,7 @@ class Session:
         """Start the process and initialize; seconds from process start to a ready index."""
         env = {**os.environ, "ENGRAM_INDEX": str(self.index)}
         t0 = time.perf_counter()
-        await self.client.start_io(sys.executable, "-m", "engram_ls.lsp", env=env)
+        await self.client.start_io(*SERVER, env=env)
         self.pid = self.client._server.pid  # type: ignore[union-attr]
         await self.client.initialize_async(
             types.InitializeParams(
@@ -122,13 +129,21 @@ class Session:
         )
         self.client.initialized(types.InitializedParams())
         t_init = time.perf_counter()
+        cpu = (t_init, b.tree_cpu_s(self.pid))
         while True:
             status = await self.request("engram/status", {})
             v = status["vaults"][0] if status["vaults"] else {}
             if v.get("state") == "ready" and not v.get("building"):
                 break
-            if time.perf_counter() - t0 > TIMEOUT_S * 5:
-                raise TimeoutError(f"index not ready: {status}")
+            now = time.perf_counter()
+            if now - cpu[0] > STALL_S:
+                used = b.tree_cpu_s(self.pid) - cpu[1]
+                if used < 1.0:
+                    raise ServerHung(
+                        f"not ready after {now - t0:.0f} s and {used:.2f} s of CPU in the last"
+                        f" {now - cpu[0]:.0f} s: {v}"
+                    )
+                cpu = (now, b.tree_cpu_s(self.pid))
             await asyncio.sleep(0.02)
         self.notes = int(v["notes"])
         self.after_initialized_s = time.perf_counter() - t_init
@@ -187,11 +202,21 @@ class Session:
             )
 
     async def stop(self) -> None:
+        """Shut down politely; a server that does not exit (with its workers) is killed."""
+        pids = b.tree_pids(self.pid) if self.pid else []
         try:
-            await asyncio.wait_for(self.client.shutdown_async(None), 30)
+            await asyncio.wait_for(self.client.shutdown_async(None), 10)
             self.client.exit(None)
-        finally:
-            await self.client.stop()
+        except Exception as exc:
+            print(f"bench_lsp: shutdown failed ({exc!r})", file=sys.stderr)
+        proc = self.client._server
+        if proc is not None:
+            try:
+                await asyncio.wait_for(proc.wait(), 10)
+            except TimeoutError:
+                print(f"bench_lsp: killing server {self.pid} and its workers", file=sys.stderr)
+                b.kill_all(pids)
+        await self.client.stop()
 
 
 def _remove_index(index: Path) -> None:
@@ -199,17 +224,20 @@ def _remove_index(index: Path) -> None:
         Path(str(index) + suffix).unlink(missing_ok=True)
 
 
-async def cold(vault: Path, index: Path) -> dict[str, Any]:
-    """A server that finds no index builds it: notes/s and peak memory of the process tree."""
+async def cold_lsp(vault: Path, index: Path) -> dict[str, Any]:
+    """A language server that finds no index builds it: notes/s and peak memory."""
     _remove_index(index)
     s = Session(vault, index, "visual-studio-code")
     try:
         t0 = time.perf_counter()
         start = asyncio.ensure_future(s.start())
-        while not s.pid:
+        while not s.pid and not start.done():
             await asyncio.sleep(0.001)
-        with b.RssSampler(s.pid, 0.05) as rss:
-            await start
+        try:
+            with b.RssSampler(s.pid, 0.05) as rss:
+                await start
+        except ServerHung as exc:
+            return {"error": f"hung: {exc}", "peak_rss_mib_tree": round(rss.peak, 1)}
         seconds = time.perf_counter() - t0
         return {
             "notes": s.notes,
@@ -222,6 +250,33 @@ async def cold(vault: Path, index: Path) -> dict[str, Any]:
         }
     finally:
         await s.stop()
+
+
+async def cold_cli(vault: Path, index: Path) -> dict[str, Any]:
+    """``engram index --full`` on a missing index: the whole command, process start included."""
+    _remove_index(index)
+    env = {**os.environ, "ENGRAM_INDEX": str(index)}
+    t0 = time.perf_counter()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "engram_ls", "index", "--full", "--json", str(vault),
+        env=env, stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    with b.RssSampler(proc.pid, 0.05) as rss:
+        stdout, _ = await proc.communicate()
+    seconds = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise RuntimeError(f"engram index failed ({proc.returncode})")
+    sync = json.loads(stdout)["sync"]
+    notes = int(sync["parsed"])
+    return {
+        "notes": notes,
+        "seconds": round(seconds, 2),
+        "notes_per_s": round(notes / seconds),
+        "build_s": round(sync["elapsed_s"], 2),
+        "build_notes_per_s": round(notes / sync["elapsed_s"]),
+        "peak_rss_mib_tree": round(rss.peak, 1),
+        "index_mib": round(index.stat().st_size / 2**20, 1),
+    }
 
 
 async def queries(s: Session, vault: Path, runs: int) -> dict[str, Any]:
@@ -455,7 +510,8 @@ async def run_all(
         shutil.rmtree(vault / BENCH_DIR)
     out: dict[str, Any] = {"vault_notes": None}
     if cold_build or not index.exists():
-        out["cold"] = await cold(vault, index)
+        out["cold_lsp"] = await cold_lsp(vault, index)
+        out["cold_cli"] = await cold_cli(vault, index)
     out["vscode"] = await editor_session(vault, index, "visual-studio-code", runs, full=True)
     out["neovim"] = await editor_session(vault, index, "neovim", runs, full=False)
     out["vault_notes"] = out["vscode"]["notes"]

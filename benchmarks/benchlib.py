@@ -17,6 +17,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import contextlib
+
 import generate_vault as g
 
 from engram_ls.core.ripgrep import rg_binary
@@ -106,6 +108,29 @@ def tree_rss_mib(pid: int) -> float | None:
     values = [_status_mib(p, "VmRSS") for p in tree_pids(pid)]
     known = [v for v in values if v is not None]
     return round(sum(known), 1) if known else None
+
+
+def tree_cpu_s(pid: int) -> float:
+    """User + system CPU seconds used so far by ``pid`` and its descendants."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for p in tree_pids(pid):
+        try:
+            with open(f"/proc/{p}/stat", encoding="ascii") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+        except (OSError, IndexError, ValueError):
+            pass
+    return total / tick
+
+
+def kill_all(pids: list[int]) -> None:
+    """SIGKILL the given processes (ones this benchmark started)."""
+    import signal
+
+    for p in pids:
+        with contextlib.suppress(OSError):
+            os.kill(p, signal.SIGKILL)
 
 
 class RssSampler:

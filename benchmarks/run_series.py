@@ -166,11 +166,18 @@ def key_rows(data: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 def table(name: str, data: dict[str, Any]) -> str:
     lsp = data["lsp"]
     lines = [f"== {name}: {lsp['vault_notes']} notes, {data['seconds']} s"]
-    cold = lsp["cold"]
+    cli, cold = lsp["cold_cli"], lsp["cold_lsp"]
     lines.append(
-        f"cold build {cold['notes_per_s']} notes/s ({cold['ready_s']} s to ready,"
-        f" {cold['build_s']} s after initialized), peak RSS {cold['peak_rss_mib_tree']} MiB"
+        f"cold build, engram index: {cli['build_notes_per_s']} notes/s ({cli['seconds']} s in"
+        f" all), peak RSS {cli['peak_rss_mib_tree']} MiB"
     )
+    if "error" in cold:
+        lines.append(f"cold build, language server: {cold['error']}")
+    else:
+        lines.append(
+            f"cold build, language server: {cold['notes_per_s']} notes/s ({cold['ready_s']} s"
+            f" to ready), peak RSS {cold['peak_rss_mib_tree']} MiB"
+        )
     for preset in ("vscode", "neovim"):
         p = lsp[preset]
         lines.append(

@@ -69,10 +69,14 @@ def test_quick_benchmark_reports_every_metric(tmp_path: Path) -> None:
     assert data["notes"] == 2000 and data["machine"]["cpus"]
     lsp, mcp = data["lsp"], data["mcp"]
 
-    cold = lsp["cold"]
-    assert cold["notes"] == 2000
+    cold = lsp["cold_lsp"]
+    assert cold["notes"] == 2000, cold
     for key in ("ready_s", "build_s", "notes_per_s", "peak_rss_mib_tree", "peak_rss_mib_server"):
         assert sane(cold[key]), (key, cold)
+    cli = lsp["cold_cli"]
+    assert cli["notes"] == 2000
+    for key in ("seconds", "notes_per_s", "build_s", "build_notes_per_s", "peak_rss_mib_tree"):
+        assert sane(cli[key]), (key, cli)
 
     for preset in ("vscode", "neovim"):
         session = lsp[preset]
