@@ -111,15 +111,17 @@ def _run(
     for r in readers:
         r.start()
     try:
+        poll = 0.001  # short waits first: most runs end in milliseconds
         while True:
             try:
-                proc.wait(timeout=0.05)
+                proc.wait(timeout=poll)
                 break
             except subprocess.TimeoutExpired:
                 if cancel is not None and cancel.is_set():
                     raise SearchTimeout("the search was cancelled") from None
                 if deadline is not None and time.monotonic() > deadline:
                     raise SearchTimeout("ripgrep ran past the request deadline") from None
+                poll = min(poll * 2, 0.05)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -218,3 +220,27 @@ class Grep:
                 line = FirstMatch(int(number), text.decode("utf-8", "replace").rstrip("\r"))
                 found.setdefault(path, line)
         return found
+
+
+def files_containing(
+    root: Path,
+    pattern: str,
+    files: Sequence[str],
+    *,
+    deadline: float | None = None,
+    cancel: threading.Event | None = None,
+) -> set[str]:
+    """Which of ``files`` (vault-relative) hold a match of the regex ``pattern`` anywhere,
+    binary files searched as text. ``pattern`` carries its own flags (e.g. ``(?i)``)."""
+    if not files:
+        return set()
+    args = [
+        *_base_args(pattern, regex=True, case_sensitive=True),
+        "--files-with-matches",
+        "--text",
+    ]
+    found: set[str] = set()
+    for target in _targets(files):
+        out = _run(args + target, root, deadline, cancel)
+        found.update(_clean(part) for part in out.split(b"\0") if part.strip())
+    return found

@@ -22,6 +22,10 @@ from engram_ls.core.vault import Vault
 ReadNote = Callable[[str], "Note | None"]
 """Reads and parses one vault-relative path; None when it cannot be read."""
 
+PREFILTER_MIN = 64
+"""From this many candidate files on, a text scan first asks ripgrep which files can match."""
+_NON_ASCII_BYTE = r"(?-u:[\x80-\xFF])"
+
 
 @dataclass(slots=True)
 class _Match:
@@ -49,6 +53,27 @@ class ScanSearcher:
             under = plan.path
         return sorted(f.path for f in self.vault.walk(under))
 
+    def _prefilter(self, plan: Plan, paths: list[str]) -> list[str]:
+        """The files that can match a text query, found by ripgrep instead of parsing all.
+
+        A superset, never fewer: a file is kept when its bytes hold the query's longest word
+        (any case) or any non-ASCII byte (accents, ``ß`` and ligatures fold to ASCII words;
+        Latin-1 files too), or when its path might (titles come from file names).
+        """
+        if len(paths) < PREFILTER_MIN:
+            return paths
+        needle = max((tok for term in plan.terms for tok in term.tokens), key=len, default="")
+        if not needle:
+            return paths
+        pattern = f"(?i){needle}|{_NON_ASCII_BYTE}" if needle.isascii() else _NON_ASCII_BYTE
+        try:
+            found = ripgrep.files_containing(
+                self.vault.root, pattern, paths, deadline=plan.deadline, cancel=plan.cancel
+            )
+        except UnsupportedMode:  # no rg: read every file
+            return paths
+        return [p for p in paths if p in found or not p.isascii() or needle in p.casefold()]
+
     @staticmethod
     def _meta_ok(plan: Plan, note: Note) -> bool:
         return (
@@ -74,7 +99,10 @@ class ScanSearcher:
                 if note is not None and self._meta_ok(plan, note):
                     matched.append(_Match(float(counts[path]), note))
         else:
-            for path in self._candidates(plan):
+            candidates: Iterable[str] = self._candidates(plan)
+            if text:
+                candidates = self._prefilter(plan, list(candidates))
+            for path in candidates:
                 plan.check()
                 note = self.read(path)
                 if note is None or not self._meta_ok(plan, note):

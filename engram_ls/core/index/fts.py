@@ -31,11 +31,12 @@ class Term:
 
 @lru_cache(maxsize=4096)
 def fold(word: str) -> str:
-    """Case-fold and strip diacritics, like ``unicode61 remove_diacritics 2``."""
-    lowered = word.casefold()
+    """Lower-case and strip diacritics, like ``unicode61 remove_diacritics 2`` (which neither
+    expands ``ß`` nor maps compatibility forms such as ligatures and full-width letters)."""
+    lowered = word.lower()
     if lowered.isascii():
         return lowered
-    decomposed = unicodedata.normalize("NFKD", lowered)
+    decomposed = unicodedata.normalize("NFD", lowered)
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
 
