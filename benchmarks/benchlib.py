@@ -4,6 +4,7 @@ and the ripgrep baseline. Not a benchmark itself."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import os
 import statistics
@@ -17,7 +18,6 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import contextlib
 
 import generate_vault as g
 

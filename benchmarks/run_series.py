@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=100, help="runs per request (time-capped)")
     ap.add_argument("--quick", action="store_true", help=f"{QUICK_NOTES:,} notes, few runs")
     ap.add_argument("--chart-only", action="store_true", help="redraw from the JSON in --out")
+    ap.add_argument(
+        "--markdown", action="store_true", help="print the docs tables from the JSON in --out"
+    )
     args = ap.parse_args(argv)
     out_dir = args.out
     if out_dir is None and not args.quick:
@@ -112,6 +116,10 @@ def main(argv: list[str] | None = None) -> int:
     chart = args.chart
     if chart is None and not args.quick:
         chart = HERE.parent / "docs" / "img" / "latency-by-size.png"
+    if args.markdown:
+        assert out_dir is not None
+        print(markdown(load_series(out_dir, args.sizes)))
+        return 0
     if args.chart_only:
         assert out_dir is not None
         return draw_chart(load_series(out_dir, args.sizes), chart) if chart else 0
@@ -197,6 +205,92 @@ def table(name: str, data: dict[str, Any]) -> str:
     lines.append(
         f"MCP start → first answer {m['start_to_first_answer_s']} s, RSS {m['server_rss_mib']}"
     )
+    return "\n".join(lines)
+
+
+def markdown(results: dict[str, Any]) -> str:
+    """The latency table of docs/benchmarks.md: p50 / p95 / p99 ms per vault size."""
+    ordered = sorted(results.items(), key=lambda kv: kv[1]["notes"])
+    head = "| what | " + " | ".join(f"{name} p50 / p95 / p99" for name, _ in ordered) + " |"
+    lines = [head, "|---|" + "---:|" * len(ordered)]
+    names = [name for name, _ in key_rows(ordered[0][1])]
+    for i, name in enumerate(names):
+        cells = []
+        for _, data in ordered:
+            row = key_rows(data)[i][1]
+            cells.append(f"{row['p50_ms']} / {row['p95_ms']} / {row['p99_ms']}")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "| text query: rg ms (rg ÷ Engram p50) | " + " | ".join(n for n, _ in ordered) + " |",
+    ]
+    lines.append("|---|" + "---:|" * len(ordered))
+    for q in ordered[0][1]["lsp"]["vscode"]["engram/search"]:
+        rows = [d["lsp"]["vscode"]["engram/search"][q] for _, d in ordered]
+        if "rg_ms" in rows[0]:
+            cells = [f"{r['rg_ms']} ({r['rg_ratio_p50']}×)" for r in rows]
+            lines.append(f"| {q} | " + " | ".join(cells) + " |")
+    lines += ["", "| batch of 1,000 files, ms | " + " | ".join(n for n, _ in ordered) + " |"]
+    lines.append("|---|" + "---:|" * len(ordered))
+    for preset, who in (("vscode", "VS Code-like"), ("neovim", "Neovim-like")):
+        for key in ordered[0][1]["lsp"][preset]["batches"]:
+            cells = []
+            for _, d in ordered:
+                r = d["lsp"][preset]["batches"][key]
+                cells.append(f"{r['ms']} ({r['from_first_write_ms']})")
+            lines.append(f"| {who}: {key} | " + " | ".join(cells) + " |")
+    lines += ["", "| start-up and memory | " + " | ".join(n for n, _ in ordered) + " |"]
+    lines.append("|---|" + "---:|" * len(ordered))
+
+    def row(title: str, get: Callable[[dict[str, Any]], Any]) -> None:
+        vals = []
+        for _, d in ordered:
+            try:
+                vals.append(str(get(d)))
+            except KeyError:
+                vals.append("—")
+        lines.append(f"| {title} | " + " | ".join(vals) + " |")
+
+    row(
+        "cold build, `engram index --full`: notes/s (build only)",
+        lambda d: d["lsp"]["cold_cli"]["build_notes_per_s"],
+    )
+    row(
+        "cold build, `engram index --full`: whole command, s",
+        lambda d: d["lsp"]["cold_cli"]["seconds"],
+    )
+    row(
+        "cold build, `engram index`: peak RSS (process + parse worker), MiB",
+        lambda d: d["lsp"]["cold_cli"]["peak_rss_mib_tree"],
+    )
+    row(
+        "cold build in `engram-ls`: s to ready",
+        lambda d: d["lsp"]["cold_lsp"].get("ready_s", "hung"),
+    )
+    row(
+        "cold build in `engram-ls`: peak RSS (server + worker), MiB",
+        lambda d: d["lsp"]["cold_lsp"]["peak_rss_mib_tree"],
+    )
+    row(
+        "warm start → ready (process start included), s",
+        lambda d: d["lsp"]["vscode"]["warm_start_s"],
+    )
+    row("`engram-ls` RSS when ready, MiB", lambda d: d["lsp"]["vscode"]["server_rss_mib_ready"])
+    row(
+        "`engram-ls` peak RSS over the session (VmHWM), MiB",
+        lambda d: max(
+            d["lsp"]["vscode"]["server_peak_rss_mib"], d["lsp"]["neovim"]["server_peak_rss_mib"]
+        ),
+    )
+    row(
+        "`engram-ls` + children (rg), sampled peak, MiB",
+        lambda d: max(
+            d["lsp"]["vscode"]["peak_rss_mib_tree_sampled"],
+            d["lsp"]["neovim"]["peak_rss_mib_tree_sampled"],
+        ),
+    )
+    row("`engram-mcp` start → first answer, s", lambda d: d["mcp"]["start_to_first_answer_s"])
+    row("`engram-mcp` RSS, MiB", lambda d: d["mcp"]["server_rss_mib"])
     return "\n".join(lines)
 
 
