@@ -17,6 +17,7 @@ import json
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
@@ -168,6 +169,12 @@ def _die_with_parent(parent: int) -> None:
         os._exit(0)
 
 
+def _start_method() -> str:
+    """``fork`` only in a single-threaded process (the CLI): forked while another thread holds
+    a lock (the language server's stdin reader), a worker can block forever on that lock."""
+    return "fork" if threading.active_count() == 1 else "spawn"
+
+
 def _parse_chunk(
     root: str, items: list[tuple[str, bytes | None]], config: EngramConfig
 ) -> list[Result]:
@@ -285,7 +292,7 @@ class Syncer:
             return
         pool: Executor = ProcessPoolExecutor(
             max_workers=n_workers,
-            mp_context=get_context("fork"),
+            mp_context=get_context(_start_method()),
             initializer=_die_with_parent,
             initargs=(os.getpid(),),
         )
