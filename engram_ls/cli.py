@@ -151,7 +151,10 @@ def cmd_search(args: argparse.Namespace) -> int:
     engram = _open(args)
     try:
         if not args.no_sync:
-            _sync(engram)
+            try:
+                _sync(engram)
+            except IndexUnavailable as exc:  # locked, full disk: the answer comes from a scan
+                _err(f"warning: {exc.message}; answering by scanning the files")
         request: dict[str, Any] = {
             "query": args.query or "",
             "mode": args.mode,

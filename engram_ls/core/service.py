@@ -19,7 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from engram_ls.core.config import CONFIG_DIR, INDEX_FILE, EngramConfig, load_config
-from engram_ls.core.errors import IndexUnavailable, InvalidRequest, SearchTimeout
+from engram_ls.core.errors import (
+    EngramError,
+    IndexUnavailable,
+    InvalidRequest,
+    NotFound,
+    SearchTimeout,
+)
 from engram_ls.core.index import db
 from engram_ls.core.index import symbols as sym
 from engram_ls.core.index.query import IndexSearcher
@@ -78,6 +84,10 @@ class Engram:
         self.syncer = Syncer(self.vault, self.index)
         self.unavailable: str | None = None
         """Why the index cannot be used right now (None when it can)."""
+        self.behind: str | None = None
+        """Why the index may be missing changes (a write failed, the file was replaced or
+        rebuilt empty, the vault folder went away); None when it is not. The next write is a
+        full reconcile instead of just its own batch, so nothing that failed is lost."""
         self._lock = threading.RLock()
         self._opened = False
 
@@ -94,6 +104,9 @@ class Engram:
         """Open (or create, or replace a damaged) index. Never raises: failures mean scan."""
         with self._lock:
             try:
+                if not self.vault.root.is_dir():
+                    # Creating the index folder would bring a deleted vault folder back.
+                    raise IndexUnavailable(f"the vault folder is missing: {self.vault.root}")
                 self.index.open()
                 self.unavailable = None
             except IndexUnavailable as exc:
@@ -120,32 +133,64 @@ class Engram:
     ) -> SyncReport:
         """Reconcile the index with the vault (builds or resumes a build when needed)."""
         return self._writing(
-            lambda: self.syncer.reconcile(full=full, progress=progress, workers=workers)
+            lambda: self.syncer.reconcile(full=full, progress=progress, workers=workers),
+            reconcile=True,
         )
 
     def apply_changes(self, changes: Sequence[Change]) -> SyncReport:
+        """Apply one batch of changes; after a failed write, reconcile the whole vault instead
+        (the batch's files are on disk, so the reconcile covers them too)."""
         return self._writing(lambda: self.syncer.apply_changes(changes))
 
-    def _writing(self, work: Any) -> SyncReport:
+    def catch_up(self) -> SyncReport | None:
+        """Reconcile if the index may be missing changes (``behind``) or could not be opened;
+        None when it is up to date. Front ends call it on a back-off timer after a failure."""
+        if self.behind is None and self.readable:
+            return None
+        return self.sync()
+
+    def _writing(self, work: Any, *, reconcile: bool = False) -> SyncReport:
         with self._lock:
-            if not self._opened or self.unavailable is not None:
-                self.open()  # never write to an index that was not checked (or replaced)
-                if self.unavailable is not None:
-                    raise IndexUnavailable(self.unavailable)
-            for attempt in range(2):
-                try:
-                    result: SyncReport = work()
-                    return result
-                except sqlite3.DatabaseError as exc:
-                    if db.is_corruption(exc) and attempt == 0:
-                        self.index.recover()
-                        continue
+            try:
+                return self._write_locked(work, reconcile)
+            except EngramError as exc:
+                self.behind = exc.message
+                raise
+
+    def _write_locked(self, work: Any, reconcile: bool) -> SyncReport:
+        if not self.vault.root.is_dir():
+            raise NotFound(
+                f"vault folder does not exist: {self.vault.root}",
+                data={"path": str(self.vault.root)},
+            )
+        if self._opened and self.unavailable is None and self.index.replaced_by_other():
+            self.index.close()  # deleted or replaced under us: open the file now at the path
+            self.unavailable = "the index file was replaced"
+            self.behind = self.unavailable
+        if not self._opened or self.unavailable is not None:
+            self.open()  # never write to an index that was not checked (or replaced)
+            if self.unavailable is not None:
+                raise IndexUnavailable(self.unavailable)
+        if self.behind is not None and not reconcile:
+            work = self.syncer.reconcile
+        for attempt in range(2):
+            try:
+                result: SyncReport = work()
+                self.behind = None
+                return result
+            except sqlite3.DatabaseError as exc:
+                if db.is_corruption(exc) and attempt == 0:
+                    self.index.recover()
+                    if not reconcile:
+                        work = self.syncer.reconcile  # the new index holds nothing yet
+                    continue
+                if not db.is_busy(exc):  # a lock held elsewhere would block this too
                     self._mark_failed()
-                    raise IndexUnavailable(f"the index could not be updated: {exc}") from exc
-                except OSError as exc:
-                    self._mark_failed()
-                    raise IndexUnavailable(f"the index could not be updated: {exc}") from exc
-            raise IndexUnavailable("the index could not be rebuilt")
+                raise IndexUnavailable(f"the index could not be updated: {exc}") from exc
+            except OSError as exc:
+                self._mark_failed()
+                raise IndexUnavailable(f"the index could not be updated: {exc}") from exc
+        raise IndexUnavailable("the index could not be rebuilt")
 
     def _mark_failed(self) -> None:
         try:
@@ -156,7 +201,26 @@ class Engram:
 
     # -- reading ---------------------------------------------------------------------------
 
+    def _check_file(self) -> None:
+        """Reopen if the index file was deleted or replaced under us (another process moved a
+        damaged one aside; the vault folder was deleted and made again): reading the old file
+        would answer from notes that are gone."""
+        if self.readable and self.index.replaced_by_other() and self.vault.root.is_dir():
+            with self._lock:
+                if self.index.replaced_by_other():
+                    self.index.close()
+                    self.behind = "the index file was replaced"
+                    self.open()
+
+    def _vault_present(self) -> None:
+        if not self.vault.root.is_dir():
+            raise NotFound(
+                f"vault folder does not exist: {self.vault.root}",
+                data={"path": str(self.vault.root)},
+            )
+
     def status(self) -> IndexStatus:
+        self._check_file()
         if self.readable:
             try:
                 return self.index.status()
@@ -175,6 +239,7 @@ class Engram:
 
     def _recover_quietly(self) -> None:
         with self._lock:
+            self.behind = "the index was damaged and replaced"
             try:
                 self.index.recover()
                 self.unavailable = None
@@ -194,11 +259,13 @@ class Engram:
     ) -> SearchResponse:
         t0 = time.perf_counter()
         req = parse_request(request)
+        self._vault_present()
+        self._check_file()
         plan = make_plan(req, self.vault, self.config, cancel)
         served: IndexInfo | None = None
         hits: list[Any] = []
         total = 0
-        if self.readable:
+        if self.readable and self.behind is None:
             try:
                 conn = self.index.conn()
                 conn.set_progress_handler(lambda: 1 if _expired(plan) else 0, 2000)
@@ -220,7 +287,7 @@ class Engram:
             except sqlite3.DatabaseError as exc:
                 served = self._index_failure(exc)
         if served is None:
-            served = IndexInfo("failed", "scan", 0, None)
+            served = self._scan_info()
         if served.served_by == "scan":
             hits, total = ScanSearcher(self.vault, self.config, self.read_note).run(plan)
         return SearchResponse(
@@ -231,10 +298,21 @@ class Engram:
             elapsed_ms=(time.perf_counter() - t0) * 1000,
         )
 
+    def _scan_info(self) -> IndexInfo:
+        """What a scanned answer says about the index: ``stale`` when it is missing changes
+        (a write failed: its answer would not mean what the files say), else ``failed``."""
+        if self.readable and self.behind is not None:
+            with contextlib.suppress(sqlite3.Error):
+                st = self.index.status()
+                return IndexInfo("stale", "scan", st.generation, st.updated_at)
+        return IndexInfo("failed", "scan", 0, None)
+
     def _index_failure(self, exc: sqlite3.DatabaseError) -> IndexInfo:
         """The index could not answer: recover if it is damaged; the caller scans."""
         if db.is_corruption(exc):
             self._recover_quietly()
+            return IndexInfo("failed", "scan", 0, None)
+        if db.is_busy(exc):  # locked by another process: asking again would wait as long
             return IndexInfo("failed", "scan", 0, None)
         st = None
         with contextlib.suppress(sqlite3.Error):
@@ -251,7 +329,9 @@ class Engram:
         if limit < 1 or limit > 10_000:
             raise InvalidRequest("limit must be between 1 and 10000")
         key = prefix.strip().lstrip("#").casefold()
-        if self.readable:
+        self._vault_present()
+        self._check_file()
+        if self.readable and self.behind is None:
             try:
                 conn = self.index.conn()
                 with db.read_tx(conn):
@@ -336,6 +416,9 @@ class Engram:
         newest note using it, on the line that names it (else line 1).
         """
         cap = self.config.limits.workspace_symbols if limit is None else limit
+        if not self.vault.root.is_dir():
+            return []
+        self._check_file()
         if not self.readable or cap < 1 or (cancel is not None and cancel.is_set()):
             return []
         deadline = time.monotonic() + self.config.limits.deadline_ms / 1000

@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import signal
+import stat as stat_mod
 import sys
 import threading
 import time
@@ -120,13 +121,20 @@ Parsed = tuple[FileStat, bytes, Note | None]
 def read_note(
     root: str, rel: str, config: EngramConfig, known: bytes | None = None
 ) -> Parsed | None:
-    """Read, hash and parse one file; None when it vanished or cannot be read.
+    """Read, hash and parse one file; None when it vanished, cannot be read or is no longer a
+    regular file (a FIFO put in its place between the walk and the read must not block).
 
     The stat stored is taken from the open file, so it describes exactly the bytes parsed.
     """
     try:
-        with open(os.path.join(root, rel), "rb") as fh:
+        fd = os.open(os.path.join(root, rel), os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        with open(fd, "rb", closefd=True) as fh:
             st = os.fstat(fh.fileno())
+            if not stat_mod.S_ISREG(st.st_mode):
+                return None
             data = fh.read()
     except OSError:
         return None

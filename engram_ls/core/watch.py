@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,6 +19,10 @@ from engram_ls.core.service import Engram
 from engram_ls.core.sync import Change, ChangeKind
 
 log = logging.getLogger(__name__)
+RESTART_S = 0.5
+"""How often a watch wakes up without events: to notice a deleted vault folder, to retry."""
+RETRY_S = (0.5, 30.0)
+"""First and longest wait between reconcile attempts after an update failed."""
 
 
 def interesting(rel_path: str, is_dir: bool = False) -> bool:
@@ -51,10 +56,29 @@ class VaultWatcher:
         self._stop.set()
 
     def _run(self) -> None:
+        """Watch until stopped. A vault folder that is deleted ends a watch (the kernel drops
+        it), so the loop waits for the folder to come back, watches it again and reports the
+        whole folder as changed (a reconcile)."""
+        root = str(self.engram.vault.root)
+        first = True
+        while not self._stop.is_set():
+            if not os.path.isdir(root):
+                self._stop.wait(RESTART_S)
+                continue
+            if not first:
+                log.info("watching %s again", root)
+                self._deliver([Change("changed", root)])
+            first = False
+            try:
+                self._watch(root)
+            except Exception:  # the watcher must never take the server down
+                log.exception("watching %s failed", root)
+                self._stop.wait(RESTART_S)
+
+    def _watch(self, root: str) -> None:
         from watchfiles import Change as WChange
         from watchfiles import watch
 
-        root = str(self.engram.vault.root)
         kinds: dict[WChange, ChangeKind] = {
             WChange.added: "created",
             WChange.modified: "changed",
@@ -64,22 +88,38 @@ class VaultWatcher:
         def keep(change: WChange, path: str) -> bool:
             return interesting(os.path.relpath(path, root), os.path.isdir(path))
 
+        retry_at = 0.0
+        delay = RETRY_S[0]
+        for batch in watch(
+            root,
+            watch_filter=keep,
+            debounce=self.debounce_ms,
+            step=20,
+            stop_event=self._stop,
+            yield_on_timeout=True,
+            rust_timeout=int(RESTART_S * 1000),
+        ):
+            if batch:
+                self._deliver([Change(kinds[c], p) for c, p in sorted(batch)])
+            if not os.path.isdir(root):
+                return  # deleted: this watch sees nothing more
+            if self.on_changes is None and self.engram.behind is not None:
+                # An update failed earlier (lock, full disk): reconcile with back-off.
+                now = time.monotonic()
+                if now >= retry_at:
+                    try:
+                        self.engram.catch_up()
+                        delay = RETRY_S[0]
+                    except EngramError as exc:
+                        log.info("the index is still behind: %s", exc)
+                        delay = min(delay * 2, RETRY_S[1])
+                    retry_at = now + delay
+
+    def _deliver(self, changes: list[Change]) -> None:
+        if self.on_changes is not None:
+            self.on_changes(changes)
+            return
         try:
-            for batch in watch(
-                root,
-                watch_filter=keep,
-                debounce=self.debounce_ms,
-                step=20,
-                stop_event=self._stop,
-                yield_on_timeout=False,
-            ):
-                changes = [Change(kinds[c], p) for c, p in sorted(batch)]
-                if self.on_changes is not None:
-                    self.on_changes(changes)
-                    continue
-                try:
-                    self.engram.apply_changes(changes)
-                except EngramError as exc:
-                    log.warning("could not apply %d changes: %s", len(changes), exc)
-        except Exception:  # the watcher must never take the server down
-            log.exception("watching %s stopped", root)
+            self.engram.apply_changes(changes)
+        except EngramError as exc:
+            log.warning("could not apply %d changes: %s", len(changes), exc)

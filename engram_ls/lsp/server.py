@@ -175,6 +175,7 @@ class EngramLanguageServer(LanguageServer):
                 f"Engram: the index of {vault.root} cannot be used ({vault.engram.unavailable});"
                 " searches read the files directly."
             )
+            vault.retry_later()
             return None
         token: str | None = None
         if self.supports("window", "work_done_progress"):
@@ -208,6 +209,7 @@ class EngramLanguageServer(LanguageServer):
         except Exception as exc:
             log.exception("building the index of %s failed", vault.root)
             self.message(f"Engram: indexing {vault.root} failed: {exc}", types.MessageType.Error)
+            vault.retry_later()
         finally:
             if token is not None:
                 status = await self.run(vault.engram.status)

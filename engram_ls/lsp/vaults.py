@@ -25,6 +25,8 @@ Runner = Callable[..., Awaitable[Any]]
 
 DEBOUNCE_S = 0.05
 """Quiet time before a batch of watcher or file-operation events is applied."""
+RETRY_S = (0.5, 30.0)
+"""First and longest wait before a failed update is tried again (doubling in between)."""
 
 
 class Vault:
@@ -39,6 +41,7 @@ class Vault:
         self._idle = asyncio.Event()
         self._idle.set()
         self._flusher: asyncio.Task[None] | None = None
+        self._retry: asyncio.Task[None] | None = None
         self.build: asyncio.Task[SyncReport | None] | None = None
         self.on_applied: Callable[[Vault, SyncReport], None] | None = None
 
@@ -71,23 +74,52 @@ class Vault:
                 try:
                     report = await self._run(self.engram.apply_changes, batch)
                 except EngramError as exc:
+                    # Not dropped: the index is marked behind and a retry reconciles it.
                     log.warning("could not apply %d changes in %s: %s", len(batch), self.root, exc)
+                    self.retry_later()
                     continue
                 if self.on_applied is not None:
                     self.on_applied(self, report)
         finally:
             self._idle.set()
 
+    def retry_later(self) -> None:
+        """Bring the index up to date later (with back-off) after an update failed: a lock
+        held too long, a full disk, a vault folder that went away and came back."""
+        if self._retry is None or self._retry.done():
+            self._retry = asyncio.ensure_future(self._catch_up())
+
+    async def _catch_up(self) -> None:
+        delay, longest = RETRY_S
+        while True:
+            await asyncio.sleep(delay)
+            try:
+                report = await self._run(self.engram.catch_up)
+            except EngramError as exc:
+                log.info("the index of %s is still behind: %s", self.root, exc)
+                delay = min(delay * 2, longest)
+                continue
+            if report is not None and self.on_applied is not None:
+                self.on_applied(self, report)
+            return
+
     async def settled(self) -> None:
-        """Wait until queued changes are in the index (not while the first build runs)."""
+        """Wait until queued changes are in the index (not while the first build runs).
+
+        An index that is behind (another process replaced it, an update failed) is caught up
+        in the background meanwhile; searches scan until then."""
         if not self.building:
             await self._idle.wait()
+            if self.engram.behind is not None:
+                self.retry_later()
 
     def stop(self) -> None:
         """Stop background work. SQLite connections are left to the threads that own them
         (closing one while a pool thread uses it can crash the process)."""
         if self._flusher is not None:
             self._flusher.cancel()
+        if self._retry is not None:
+            self._retry.cancel()
         if self.build is not None:
             self.build.cancel()
 

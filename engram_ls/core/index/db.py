@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 BUSY_TIMEOUT_MS = 10_000
+"""How long a connection waits for another process's lock; ``$ENGRAM_BUSY_TIMEOUT_MS``
+overrides it (the reliability tests hold a lock longer than a short timeout)."""
 READ_CACHE_KB = 8_000
 """Page cache of every connection (one per thread): small, so a server's memory stays flat."""
 BUILD_CACHE_KB = 64_000
@@ -44,16 +46,32 @@ def is_corruption(exc: BaseException) -> bool:
     return any(marker in text for marker in CORRUPTION_MARKERS)
 
 
+def is_busy(exc: BaseException) -> bool:
+    """True when an sqlite error means another connection holds the lock (try again later)."""
+    if not isinstance(exc, sqlite3.OperationalError):
+        return False
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+        return True
+    return "locked" in str(exc).lower()
+
+
+def busy_timeout_ms() -> int:
+    raw = os.environ.get("ENGRAM_BUSY_TIMEOUT_MS", "")
+    return int(raw) if raw.isdigit() else BUSY_TIMEOUT_MS
+
+
 def connect(path: Path) -> sqlite3.Connection:
     """Open (creating if needed) the index file with the pragmas every connection uses."""
+    busy = busy_timeout_ms()
     conn = sqlite3.connect(
         os.fspath(path),
-        timeout=BUSY_TIMEOUT_MS / 1000,
+        timeout=busy / 1000,
         isolation_level=None,
         check_same_thread=False,
     )
     try:
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute(f"PRAGMA busy_timeout = {busy}")
         mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()
         if mode and str(mode[0]).lower() != "wal":
             conn.execute("PRAGMA journal_mode = WAL")
