@@ -41,7 +41,7 @@ from engram_ls.core.search import (
     parse_request,
 )
 from engram_ls.core.sync import Change, ProgressFn, Syncer, SyncReport, read_note
-from engram_ls.core.vault import Vault, atomic_write
+from engram_ls.core.vault import Vault, atomic_write, read_regular
 
 SERVABLE_STATES = frozenset({"ready", "stale"})
 
@@ -107,6 +107,11 @@ class Engram:
                 if not self.vault.root.is_dir():
                     # Creating the index folder would bring a deleted vault folder back.
                     raise IndexUnavailable(f"the vault folder is missing: {self.vault.root}")
+                path = self.index.path
+                if path.name.endswith(".md") or os.path.realpath(path).endswith(".md"):
+                    # A note is never an index: opening it would move the note aside as a
+                    # damaged index and put a database in its place.
+                    raise IndexUnavailable(f"refusing to use a note as the index file: {path}")
                 self.index.open()
                 self.unavailable = None
             except IndexUnavailable as exc:
@@ -451,8 +456,7 @@ class Engram:
 
     def _topic_line(self, rel: str, topic: str) -> int:
         try:
-            with open(self.vault.root / rel, "rb") as fh:
-                head = fh.read(sym.TOPIC_READ_BYTES)
+            head = read_regular(self.vault.root / rel, sym.TOPIC_READ_BYTES)
         except OSError:
             return 1
         return sym.topic_line(head.decode("utf-8", errors="replace"), topic)

@@ -6,6 +6,7 @@ Every path that leaves this module is vault-relative and POSIX-style (``area/202
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import stat as stat_mod
@@ -271,6 +272,16 @@ class Vault:
         if not stat_mod.S_ISREG(st.st_mode):
             return None
         return FileStat(rel_path, st.st_mtime_ns, st.st_size)
+
+
+def read_regular(path: str | os.PathLike[str], limit: int = -1) -> bytes:
+    """The bytes of a regular file (at most ``limit``). Anything else (a FIFO, a device, a
+    folder put where a note was) raises OSError instead of blocking or reading forever."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with open(fd, "rb", closefd=True) as fh:
+        if not stat_mod.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", os.fspath(path))
+        return fh.read(limit)
 
 
 def atomic_write(path: Path, data: bytes, *, overwrite: bool) -> None:

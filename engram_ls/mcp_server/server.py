@@ -22,7 +22,7 @@ from pydantic import Field
 from engram_ls import __version__
 from engram_ls.core.errors import EngramError, InvalidRequest, NotFound, OutsideVault
 from engram_ls.core.service import Engram
-from engram_ls.core.vault import choose_vault_root
+from engram_ls.core.vault import choose_vault_root, read_regular
 from engram_ls.core.watch import VaultWatcher
 
 log = logging.getLogger("engram_ls.mcp")
@@ -233,7 +233,7 @@ def _read(engram: Engram, path: str, offset: int, max_chars: int) -> str:
         raise InvalidRequest(f"not a note of this vault: {path}")
     real = engram.vault.resolve_inside(rel)
     try:
-        text = real.read_bytes().decode("utf-8", "replace")
+        text = read_regular(real).decode("utf-8", "replace")
     except FileNotFoundError:
         raise NotFound(f"no such note: {rel}") from None
     except OSError as exc:
