@@ -60,15 +60,27 @@ def test_sigkill_during_batch_update(generated: Callable[..., Path], tmp_path: P
     paths = _notes(root)
     listing = tmp_path / "paths.txt"
     listing.write_text("\n".join(paths), encoding="utf-8")
-    for round_, delay in enumerate((0.05, 0.3, 0.7)):
-        before = contents(idx)
+
+    def edit_all(round_: int) -> None:
         for rel in paths:
             with open(root / rel, "a", encoding="utf-8") as fh:
                 fh.write(f"\nround {round_} #round{round_}\n")
+
+    # How long one uninterrupted batch takes here, to kill the others early, midway and late.
+    edit_all(99)
+    proc = child("apply", str(root), str(idx), str(listing))
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "go"
+    t0 = time.monotonic()
+    assert proc.stdout.readline().strip() == "done"
+    batch_s = time.monotonic() - t0
+    assert proc.wait(30) == 0
+    for round_, fraction in enumerate((0.1, 0.4, 0.7)):
+        before = contents(idx)
+        edit_all(round_)
         proc = child("apply", str(root), str(idx), str(listing))
         assert proc.stdout is not None
         assert proc.stdout.readline().strip() == "go", proc.stderr.read() if proc.stderr else ""
-        time.sleep(delay)
+        time.sleep(batch_s * fraction)
         proc.send_signal(signal.SIGKILL)
         out, _ = proc.communicate(timeout=30)
         assert proc.returncode == -signal.SIGKILL and "done" not in out, "batch ended too soon"
