@@ -113,7 +113,13 @@ def complete(
     if len(out) > limit:
         more = True
         out = out[:limit]
-    return out, more
+    counts = LinkQueries(conn).stem_counts(stem_key(m.note.path) for m in out)
+    named: list[NameMatch] = []
+    for m in out:
+        stem = m.note.path.rpartition("/")[2][:-3]
+        unique = counts.get(stem_key(m.note.path), 0) <= 1
+        named.append(NameMatch(m.note, m.name, m.how, stem if unique else m.note.path[:-3]))
+    return named, more
 
 
 def note_headings(conn: sqlite3.Connection, path: str) -> list[tuple[int, int, str]]:

@@ -56,6 +56,9 @@ class NameMatch:
     name: str
     how: str
     """``title``, ``stem`` or ``alias``."""
+    target: str = ""
+    """What a wiki-link writes to name the note: its file stem, or its path without ``.md``
+    when other notes share the stem."""
 
 
 class LinkQueries:
@@ -142,6 +145,22 @@ class LinkQueries:
                 (note_id,),
             )
         ]
+
+    def stem_counts(self, keys: Iterable[str]) -> dict[str, int]:
+        wanted = sorted(set(keys))
+        out: dict[str, int] = {}
+        for i in range(0, len(wanted), 500):
+            part = wanted[i : i + 500]
+            marks = ",".join("?" * len(part))
+            out.update(
+                (str(k), int(c))
+                for k, c in self.conn.execute(
+                    f"SELECT stem_key, count(*) FROM notes WHERE stem_key IN ({marks})"
+                    " GROUP BY stem_key",
+                    part,
+                )
+            )
+        return out
 
     def complete(self, prefix: str, limit: int) -> list[NameMatch]:
         """Notes whose title, file stem or an alias starts with ``prefix`` (case-folded),
