@@ -10,9 +10,9 @@ passed as ENGRAM_INDEX; a temporary one when absent):
 2. a VS Code-like client (dynamic file watching, file operations): warm start (process start,
    index present, nothing changed) to ready; ``engram/search`` over the query mix (with ``rg``
    scanning the vault for the same text as the baseline, in the same run); ``workspace/symbol``;
-   frontmatter completion; ``didSave`` → visible; 1,000 new files reported by
-   ``workspace/didChangeWatchedFiles`` (create, then modify); ``workspace/didRenameFiles`` of
-   their folder (exactly 1,000 notes); ``didDeleteFiles`` of it.
+   frontmatter completion; ``[[`` link completion; ``didSave`` → visible; 1,000 new files
+   reported by ``workspace/didChangeWatchedFiles`` (create, then modify);
+   ``workspace/didRenameFiles`` of their folder (exactly 1,000 notes); ``didDeleteFiles`` of it.
 3. a Neovim-like client (no file watching: the server watches the vault itself): the same
    create / modify / rename / delete of 1,000 files, done on disk only.
 
@@ -373,6 +373,37 @@ async def completion_and_save(s: Session, vault: Path, runs: int) -> dict[str, A
     return out
 
 
+LINK_PREFIXES = ("", "a", "ar", "arch", "archive-filter")
+"""Typed after ``[[``: from every note (capped) to a few."""
+
+
+async def link_completion(s: Session, vault: Path, runs: int) -> dict[str, Any]:
+    """``[[`` link completion in an open note, per typed prefix (the buffer is not saved)."""
+    note = next(p for p in sorted((vault / "area-00").rglob("*.md")))
+    uri = note.as_uri()
+    c = s.client
+    lines = note.read_text(encoding="utf-8").split("\n")
+    out: dict[str, Any] = {}
+    for version, prefix in enumerate(LINK_PREFIXES, start=1):
+        text = "\n".join([*lines, f"See [[{prefix}"])
+        item = types.TextDocumentItem(uri=uri, language_id="markdown", version=version, text=text)
+        c.text_document_did_open(types.DidOpenTextDocumentParams(text_document=item))
+        pos = types.Position(line=len(lines), character=len(f"See [[{prefix}"))
+        params = types.CompletionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri), position=pos
+        )
+
+        async def complete(params: types.CompletionParams = params) -> Any:
+            return await c.text_document_completion_async(params)
+
+        stats, res = await b.timed(complete, runs)
+        out[f"[[{prefix}"] = {**stats, "items": len(res.items), "incomplete": res.is_incomplete}
+        c.text_document_did_close(
+            types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+        )
+    return out
+
+
 def _batch_note(i: int, word: str) -> bytes:
     return (
         f"---\ntitle: Bench batch {i}\ntags: [{BATCH_TAG}]\ndate: 2024-05-{1 + i % 28:02d}\n---\n"
@@ -490,6 +521,7 @@ async def editor_session(
                 out["engram/search"] = await queries(s, vault, runs)
                 out["workspace/symbol"] = await symbols(s, runs)
                 out.update(await completion_and_save(s, vault, runs))
+                out["link completion"] = await link_completion(s, vault, runs)
             if preset != "visual-studio-code":
                 await watcher_live(s, vault)
             out["batches"] = await batches(s, vault)

@@ -239,6 +239,57 @@ def cmd_topics(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_mv(args: argparse.Namespace) -> int:
+    engram = _open(args)
+    try:
+        if engram.unavailable:
+            raise IndexUnavailable(engram.unavailable)
+        _sync(engram)
+        vault = engram.vault
+        old = vault.rel(Path(args.old).absolute()) if not args.relative else vault.rel(args.old)
+        new = vault.rel(Path(args.new).absolute()) if not args.relative else vault.rel(args.new)
+        plan = engram.move(old, new, dry_run=args.dry_run)
+    finally:
+        engram.close()
+    if args.json:
+        _print_json(
+            {
+                "from": old,
+                "to": new,
+                "dry_run": args.dry_run,
+                "moved": plan.moves,
+                "files": [
+                    {
+                        "path": f.path,
+                        "edits": [
+                            {
+                                "line": e.line + 1,
+                                "old": f.text.split("\n")[e.line][e.start : e.end],
+                                "new": e.new_text,
+                            }
+                            for e in f.edits
+                        ],
+                    }
+                    for f in plan.files
+                ],
+            }
+        )
+        return EXIT_OK
+    out = sys.stdout
+    for f in plan.files:
+        lines = f.text.split("\n")
+        for e in f.edits:
+            out.write(f"{f.path}:{e.line + 1}: {lines[e.line][e.start : e.end]} -> {e.new_text}\n")
+    verb = "would move" if args.dry_run else "moved"
+    notes = len(plan.moves)
+    out.write(
+        f"{verb} {old} to {new} ({notes} note{'s' if notes != 1 else ''});"
+        f" {'would update' if args.dry_run else 'updated'} {plan.links} links"
+        f" in {len(plan.files)} files\n"
+    )
+    return EXIT_OK
+
+
 def cmd_librarian(args: argparse.Namespace) -> int:
     root = choose_vault_root(args.vault)
     librarian = Librarian(root)
@@ -443,6 +494,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     common(p)
     p.set_defaults(func=cmd_librarian)
+    p = sub.add_parser(
+        "mv",
+        help="move or rename a note or folder, updating every link to it",
+        description="Move a note or folder inside the vault and rewrite the links that point "
+        "to what moved (wiki-links and relative Markdown links, aliases and anchors kept), and "
+        "the relative links inside it. Each edited note is replaced atomically; a note that "
+        "changed meanwhile stops the move before anything is moved. The index is updated.",
+    )
+    p.add_argument("old", metavar="OLD", help="the note or folder (a path)")
+    p.add_argument("new", metavar="NEW", help="its new path (must not exist)")
+    p.add_argument("--vault", metavar="VAULT", help="vault folder")
+    p.add_argument(
+        "--dry-run", action="store_true", help="print the link changes; move and write nothing"
+    )
+    p.add_argument(
+        "--relative",
+        action="store_true",
+        help="OLD and NEW are vault-relative (default: relative to the current folder)",
+    )
+    common(p)
+    p.set_defaults(func=cmd_mv)
     # `engram lsp ...` and `engram mcp ...` hand their arguments to the servers' own parsers.
     sub.add_parser("lsp", help="run the language server (engram-ls); see engram lsp --help")
     sub.add_parser("mcp", help="run the MCP server (engram-mcp); see engram mcp --help")

@@ -101,6 +101,9 @@ def test_quick_benchmark_reports_every_metric(tmp_path: Path) -> None:
     percentiles(vs["completion"])
     assert vs["completion"]["items"] >= 1
     percentiles(vs["save->visible"])
+    for row in vs["link completion"].values():
+        percentiles(row)
+    assert vs["link completion"]["[[a"]["items"] >= 1
 
     assert mcp["notes"] == 2000 and sane(mcp["start_to_first_answer_s"])
     assert sane(mcp["server_rss_mib"])

@@ -57,6 +57,8 @@ class Note:
     created_ts: str | None = None
     """Full ISO timestamp when the source gave a time of day."""
     summary: str | None = None
+    aliases: tuple[str, ...] = ()
+    """Other names of the note (frontmatter ``aliases``/``alias``), for wiki-links."""
     headings: tuple[Heading, ...] = ()
     links: tuple[Link, ...] = ()
     body: str = ""

@@ -146,6 +146,7 @@ def parse_note(path: str, data: bytes, config: EngramConfig) -> Note:
         created_at=created[0] if created else None,
         created_ts=created[1] if created else None,
         summary=_summary(fields, config.summary_keys),
+        aliases=_aliases(fields),
         headings=scan.headings,
         links=scan.links,
         body=body,
@@ -308,6 +309,35 @@ def _summary(fields: _Fields, keys: Sequence[str]) -> str | None:
         if found is not None and isinstance(found[1], str) and found[1].strip():
             return found[1].strip()
     return None
+
+
+_ALIAS_KEYS = ("aliases", "alias")
+_MAX_ALIASES = 100
+
+
+def _aliases(fields: _Fields) -> tuple[str, ...]:
+    """Frontmatter ``aliases`` (or ``alias``): a list of scalars, or one string (split on
+    commas when it has one, as Obsidian reads it); stripped, empty and repeated names dropped."""
+    names: list[str] = []
+    for key in _ALIAS_KEYS:
+        found = fields.get(key)
+        if found is None:
+            continue
+        value = found[1]
+        if isinstance(value, str):
+            names.extend(value.split(","))
+        elif isinstance(value, list | tuple):
+            names.extend(_scalar_text(item) or "" for item in value)
+        else:
+            names.append(_scalar_text(value) or "")
+    out: list[str] = []
+    seen: set[str] = set()
+    for name in names:
+        name = name.strip()
+        if name and "\n" not in name and name.casefold() not in seen and len(out) < _MAX_ALIASES:
+            seen.add(name.casefold())
+            out.append(name)
+    return tuple(out)
 
 
 def _frontmatter_topics(fields: _Fields, keys: Sequence[str]) -> list[str]:

@@ -13,11 +13,12 @@ import sqlite3
 import threading
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from engram_ls.core import navigation as nav
 from engram_ls.core.config import CONFIG_DIR, INDEX_FILE, EngramConfig, load_config
 from engram_ls.core.errors import (
     EngramError,
@@ -28,10 +29,12 @@ from engram_ls.core.errors import (
 )
 from engram_ls.core.index import db
 from engram_ls.core.index import symbols as sym
+from engram_ls.core.index.links import NameMatch
 from engram_ls.core.index.query import IndexSearcher
 from engram_ls.core.index.store import Index, IndexStatus
 from engram_ls.core.librarian import TopicEdit, add_topics_to_file
-from engram_ls.core.model import Note
+from engram_ls.core.links import MovePlan
+from engram_ls.core.model import LinkKind, Note
 from engram_ls.core.scan import ScanSearcher
 from engram_ls.core.search import (
     IndexInfo,
@@ -43,6 +46,7 @@ from engram_ls.core.search import (
 from engram_ls.core.sync import Change, ProgressFn, Syncer, SyncReport, read_note
 from engram_ls.core.vault import Vault, atomic_write, read_regular
 
+T = TypeVar("T")
 SERVABLE_STATES = frozenset({"ready", "stale"})
 
 
@@ -460,6 +464,129 @@ class Engram:
         except OSError:
             return 1
         return sym.topic_line(head.decode("utf-8", errors="replace"), topic)
+
+    # -- links -----------------------------------------------------------------------------
+
+    def _links(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run a ``core.navigation`` function on the index (a read transaction). Links are
+        answered by the index only: while it cannot answer, IndexUnavailable."""
+        if not self.readable:
+            raise IndexUnavailable(self.unavailable or "the index is not open yet")
+        try:
+            conn = self.index.conn()
+            with db.read_tx(conn):
+                state = self.index.status(conn).state
+                if state not in SERVABLE_STATES:
+                    raise IndexUnavailable(f"the index is {state}; links need a built index")
+                return fn(conn, self.vault, *args)
+        except sqlite3.DatabaseError as exc:
+            self._index_failure(exc)
+            raise IndexUnavailable(f"the index could not be read: {exc}") from exc
+
+    def read_text(self, rel: str) -> str | None:
+        """A note's text from disk (None when unreadable or not UTF-8)."""
+        return nav.read_file_text(self.vault, rel)
+
+    def _note_path(self, path: str) -> str:
+        rel = self.vault.rel(path)
+        if not rel or not self.vault.filter.is_note(rel):
+            raise InvalidRequest(f"not a note of this vault: {path}", data={"path": path})
+        self.vault.resolve_inside(rel)
+        return rel
+
+    def resolve_link(
+        self, source: str, kind: LinkKind, target: str, anchor: str | None = None
+    ) -> nav.Target:
+        """Where a link in note ``source`` goes (``docs/links.md`` has the rules)."""
+        return self._links(nav.resolve, self.vault.rel(source), kind, target, anchor)
+
+    def link_completions(self, prefix: str, limit: int = 50) -> tuple[list[NameMatch], bool]:
+        """Notes whose title, file name or alias starts with ``prefix`` (any case), at most
+        ``limit``, and whether there are more."""
+        return self._links(nav.complete, prefix, limit)
+
+    def note_headings(self, path: str) -> list[tuple[int, int, str]]:
+        """(line, level, text) of a note's headings, from the index."""
+        return self._links(lambda conn, _vault: nav.note_headings(conn, path))
+
+    def backlinks(
+        self,
+        path: str,
+        heading: str | None = None,
+        *,
+        read_text: nav.ReadText | None = None,
+        limit: int = 1000,
+    ) -> list[nav.Backlink]:
+        """Links to a note (or to one of its headings), at their exact places."""
+        rel = self._note_path(path)
+        return self._links(nav.backlinks, rel, heading, read_text or self.read_text, limit)
+
+    def link_problems(self, source: str, text: str) -> list[nav.LinkProblem]:
+        """Broken, ambiguous and anchor-less links in a note's text."""
+        return self._links(nav.problems, self.vault.rel(source), text)
+
+    def related_notes(self, path: str, limit: int = 20) -> dict[str, Any]:
+        """A note's outgoing links, backlinks, and the notes sharing its topics."""
+        if limit < 1 or limit > 200:
+            raise InvalidRequest("limit must be between 1 and 200")
+        rel = self._note_path(path)
+        return self._links(nav.related, rel, self.read_text, limit)
+
+    def plan_move(
+        self, moves: Sequence[tuple[str, str]], *, read_text: nav.ReadText | None = None
+    ) -> MovePlan:
+        """The link edits that keep links working when notes or folders move (old → new);
+        computed from the index before anything moves."""
+
+        def plan(conn: sqlite3.Connection, vault: Vault) -> MovePlan:
+            expanded = nav.expand_moves(conn, vault, moves)
+            return nav.plan_move(conn, vault, expanded, read_text or self.read_text)
+
+        return self._links(plan)
+
+    def move(self, old: str, new: str, *, dry_run: bool = False) -> MovePlan:
+        """Move a note or folder and update every link to (and relative link in) what moved.
+
+        Edited notes are replaced atomically and refused when they changed since they were
+        read; then the file or folder is renamed and the index updated. ``dry_run``: plan only.
+        """
+        old_rel, new_rel = self.vault.rel(old), self.vault.rel(new)
+        source = self.vault.abs(old_rel)
+        if not old_rel or not source.exists():
+            raise NotFound(f"nothing to move at {old_rel or old}", data={"path": old_rel})
+        self.vault.resolve_inside(old_rel)
+        target = self.vault.abs(new_rel)
+        if target.exists() or target.is_symlink():
+            raise InvalidRequest(f"{new_rel} exists already", data={"path": new_rel})
+        if source.is_file() and not self.vault.filter.is_note(new_rel):
+            raise InvalidRequest(
+                f"{new_rel} is not a note path (a .md file)", data={"path": new_rel}
+            )
+        plan = self.plan_move([(old_rel, new_rel)])
+        if dry_run:
+            return plan
+        for edits in plan.files:
+            path = self.vault.resolve_inside(edits.path)
+            if self.read_text(edits.path) != edits.text:
+                raise InvalidRequest(
+                    f"{edits.path} changed while the move was planned; nothing was moved",
+                    data={"path": edits.path},
+                )
+            try:
+                atomic_write(path, edits.new_text.encode("utf-8"), overwrite=True)
+            except OSError as exc:
+                raise IndexUnavailable(f"cannot write {edits.path}: {exc.strerror or exc}") from exc
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.rename(source, target)
+        except OSError as exc:
+            raise InvalidRequest(
+                f"cannot move {old_rel} to {new_rel}: {exc.strerror or exc}"
+            ) from exc
+        changes = [Change("renamed", old_rel, new_rel)]
+        changes += [Change("changed", f.path) for f in plan.files if f.path not in plan.moves]
+        self.apply_changes(changes)
+        return plan
 
 
 def _expired(plan: Any) -> bool:

@@ -33,7 +33,7 @@ from engram_ls.core.model import Note
 from engram_ls.core.parse import parse_note
 from engram_ls.core.vault import FileStat, Vault
 
-PARSE_VERSION = 1
+PARSE_VERSION = 2
 """Bump when parsing changes what it extracts: indexes built by older code are re-parsed."""
 
 CHUNK = 500

@@ -1,7 +1,8 @@
 """``engram-mcp``: an MCP server (official SDK) whose tools call the core service directly.
 
 Tools: ``search_notes`` (the DESIGN §4 request and result), ``get_session_context`` (the
-original Engram tool's plain-text answer), ``read_note``, ``list_topics``, ``index_status``.
+original Engram tool's plain-text answer), ``read_note``, ``list_topics``, ``related_notes``
+(links, backlinks and notes sharing topics), ``index_status``.
 Every error an agent can cause comes back as a tool error naming the Engram code.
 """
 
@@ -186,6 +187,20 @@ def create_server(engram: Engram, *, allow_write: bool = False) -> MCPServer:
         """The vault's topics (tags) with how many notes use each, most used first."""
         topics = [t.to_dict() for t in call(engram.topics, prefix, limit)]
         return {"topics": topics, "index": engram.status().to_dict()}
+
+    @mcp.tool(annotations=READ_ONLY)
+    def related_notes(
+        path: Annotated[str, Field(description="Vault-relative path of a note (*.md).")],
+        limit: Annotated[
+            int, Field(ge=1, le=200, description="At most this many of each kind.")
+        ] = 20,
+    ) -> dict[str, Any]:
+        """Notes connected to one note, to explore around it: `outgoing` (the links it
+        makes, each with the note it resolves to, or status broken/ambiguous), `backlinks`
+        (notes linking to it, with the line of the first link) and `sharing_topics` (other
+        notes with its topics, most shared first, then newest). Paths are vault-relative;
+        read one with read_note."""
+        return dict(call(engram.related_notes, path, limit))
 
     @mcp.tool(annotations=READ_ONLY)
     def index_status() -> dict[str, Any]:

@@ -155,7 +155,6 @@ async def test_completion_styles(
         pytest.param("---\ntags: [a]\n---\ntags: [py|]\n", id="flow-after-frontmatter"),
         pytest.param("---\ntags: [a]\n---\ntags:\n  - py|\n", id="block-after-frontmatter"),
         pytest.param("---\ntags: [a]\n---\n# py|\n", id="heading"),
-        pytest.param("---\ntags: [a]\n---\n[link](#py|)\n", id="link-anchor"),
         pytest.param("---\ntags: [a] # py|\n---\n", id="yaml-comment"),
         pytest.param("---\ntags: [a]|\n---\n", id="after-flow-list"),
         pytest.param("---\ntags: [a]\n---\nissue#py|\n", id="hash-inside-word"),
@@ -168,6 +167,16 @@ async def test_no_completion_elsewhere(
     await start(client, [root], "visual-studio-code")
     await wait_ready(client)
     assert await complete(client, root, marked, "visual-studio-code") is None
+
+
+async def test_link_anchor_gets_headings_not_topics(
+    client: LanguageClient, copy: Callable[[Path, str], Path]
+) -> None:
+    root = copy(DATA / "tags", "tags")
+    await start(client, [root], "visual-studio-code")
+    await wait_ready(client)
+    marked = "---\ntags: [a]\n---\n# Python notes\n[link](#py|)\n"
+    assert labels(await complete(client, root, marked, "visual-studio-code")) == ["Python notes"]
 
 
 async def test_no_completion_outside_vaults(

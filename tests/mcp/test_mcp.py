@@ -36,6 +36,7 @@ async def test_tools_are_listed_read_only(tags_engram: Engram) -> None:
             "get_session_context",
             "read_note",
             "list_topics",
+            "related_notes",
             "index_status",
         }
         for tool in tools.values():
@@ -287,3 +288,43 @@ async def test_add_topics(tags_engram: Engram, tmp_path: Path) -> None:
         r = await call(client, "add_topics", {"path": "e-python.md", "topics": []})
         assert r.is_error
     assert not (tmp_path / "escape.md").exists()
+
+
+async def test_related_notes(vault_copy: Callable[[str], Path]) -> None:
+    engram = Engram(vault_copy("links"))
+    engram.open()
+    engram.sync()
+    async with Client(create_server(engram)) as links_client:
+        r = await call(links_client, "related_notes", {"path": "beta.md"})
+        assert not r.is_error
+        data = r.structured_content
+        assert [o["path"] for o in data["outgoing"]] == ["names/§ Special Name.md"]
+        assert [b["path"] for b in data["backlinks"]] == ["index.md", "projects/gamma.md"]
+        assert {s["path"] for s in data["sharing_topics"]} == {
+            "projects/gamma.md",
+            "names/§ Special Name.md",
+        }
+        r = await call(links_client, "related_notes", {"path": "index.md", "limit": 50})
+        statuses = {(o["target"], o["status"]) for o in r.structured_content["outgoing"]}
+        assert ("Missing Note", "broken") in statuses and ("Dup", "ambiguous") in statuses
+        assert not any(o["target"] == "../outside.md" for o in r.structured_content["outgoing"])
+
+
+@pytest.mark.parametrize(
+    ("path", "code"),
+    [
+        pytest.param("../../etc/passwd", "ENGRAM_", id="traversal"),
+        pytest.param("/etc/passwd.md", "ENGRAM_OUTSIDE_VAULT", id="absolute"),
+        pytest.param("nope.md", "ENGRAM_NOT_FOUND", id="missing"),
+        pytest.param("alpha.txt", "ENGRAM_INVALID_REQUEST", id="not-a-note"),
+    ],
+)
+async def test_related_notes_errors(
+    vault_copy: Callable[[str], Path], path: str, code: str
+) -> None:
+    engram = Engram(vault_copy("links"))
+    engram.open()
+    engram.sync()
+    async with Client(create_server(engram)) as links_client:
+        r = await call(links_client, "related_notes", {"path": path})
+        assert r.is_error and code in r.content[0].text

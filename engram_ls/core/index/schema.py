@@ -5,14 +5,19 @@ Layout:
 - ``notes``: one row per note with freshness data (mtime, size, content hash) and metadata.
 - ``topics`` / ``note_topics``: normalized, case-insensitive topics. ``note_topics`` carries the
   note's date so that a tag filter plus a date range, ordered by date, is one index range scan.
-- ``headings``, ``links``: outline and links with their lines.
+- ``headings``, ``links``: outline and links with their lines. ``links.key`` is the link's
+  lookup key (``core.links.link_key``: the case-folded last path part of the target, without
+  ``.md``), so the backlinks of a note are an index lookup of its stem, title and alias keys.
+- ``aliases``: frontmatter aliases by case-folded key (wiki-link resolution and completion).
+- ``notes.title_key`` / ``notes.stem_key``: case-folded title and file stem, indexed, for link
+  resolution and prefix completion.
 - ``notes_fts``: FTS5 over title, summary, topics and body (rowid = ``notes.id``).
 - ``meta``: state, generation counter, timestamps, config fingerprint.
 """
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """Stored in ``PRAGMA user_version``. Bump on any change below: old indexes are rebuilt."""
 
 NO_DATE = ""
@@ -36,10 +41,23 @@ CREATE TABLE notes (
     summary     TEXT,
     topics      TEXT NOT NULL,
     body_line   INTEGER NOT NULL,
-    problems    TEXT
+    problems    TEXT,
+    title_key   TEXT NOT NULL,
+    stem_key    TEXT NOT NULL
 ) STRICT;
 
 CREATE INDEX notes_by_date ON notes (created_at);
+CREATE INDEX notes_by_title ON notes (title_key);
+CREATE INDEX notes_by_stem ON notes (stem_key);
+
+CREATE TABLE aliases (
+    key      TEXT NOT NULL,
+    note_id  INTEGER NOT NULL,
+    name     TEXT NOT NULL,
+    PRIMARY KEY (key, note_id)
+) STRICT, WITHOUT ROWID;
+
+CREATE INDEX aliases_by_note ON aliases (note_id);
 
 CREATE TABLE topics (
     id     INTEGER PRIMARY KEY,
@@ -76,10 +94,11 @@ CREATE TABLE links (
     target   TEXT NOT NULL,
     anchor   TEXT,
     label    TEXT,
+    key      TEXT NOT NULL,
     PRIMARY KEY (note_id, line, seq)
 ) STRICT, WITHOUT ROWID;
 
-CREATE INDEX links_by_target ON links (target);
+CREATE INDEX links_by_key ON links (key);
 
 CREATE VIRTUAL TABLE notes_fts USING fts5 (
     title, summary, topics, body,

@@ -21,6 +21,7 @@ from typing import Any, Literal, NamedTuple
 from engram_ls.core.errors import IndexUnavailable
 from engram_ls.core.index import db
 from engram_ls.core.index.schema import DDL, NO_DATE, SCHEMA_VERSION
+from engram_ls.core.links import link_key, stem_key
 from engram_ls.core.model import Note
 
 State = Literal["empty", "building", "ready", "stale", "failed"]
@@ -302,11 +303,13 @@ class NoteRows(NamedTuple):
     path: str
     values: tuple[Any, ...]
     """mtime_ns, size, hash, title, created_at, created_ts, summary, topics JSON, body_line,
-    problems JSON: the ``notes`` columns in insert order."""
+    problems JSON, title_key, stem_key: the ``notes`` columns in insert order."""
     topics: tuple[str, ...]
     day: str
     headings: tuple[tuple[int, int, str], ...]
-    links: tuple[tuple[int, int, str, str, str | None, str | None], ...]
+    links: tuple[tuple[int, int, str, str, str | None, str | None, str], ...]
+    aliases: tuple[tuple[str, str], ...]
+    """(key, name) of each alias."""
     fts: tuple[str, str, str, str]
     has_problems: bool
 
@@ -331,6 +334,8 @@ def note_rows(note: Note, mtime_ns: int, size: int, digest: bytes) -> NoteRows:
         json.dumps(list(note.topics), ensure_ascii=False),
         note.body_line,
         problems_json,
+        note.title.casefold(),
+        stem_key(note.path),
     )
     return NoteRows(
         path=note.path,
@@ -339,9 +344,10 @@ def note_rows(note: Note, mtime_ns: int, size: int, digest: bytes) -> NoteRows:
         day=note.created_at or NO_DATE,
         headings=tuple((h.line, h.level, h.text) for h in note.headings),
         links=tuple(
-            (link.line, seq, link.kind, link.target, link.anchor, link.label)
+            (link.line, seq, link.kind, link.target, link.anchor, link.label, link_key(link.target))
             for seq, link in enumerate(note.links)
         ),
+        aliases=tuple((name.casefold(), name) for name in note.aliases),
         fts=(note.title, note.summary or "", " ".join(note.topics), note.body),
         has_problems=bool(note.problems),
     )
@@ -352,6 +358,7 @@ class _ChildRows:
     topics: list[tuple[Any, ...]] = field(default_factory=list)
     headings: list[tuple[Any, ...]] = field(default_factory=list)
     links: list[tuple[Any, ...]] = field(default_factory=list)
+    aliases: list[tuple[Any, ...]] = field(default_factory=list)
     fts: list[tuple[Any, ...]] = field(default_factory=list)
 
 
@@ -390,8 +397,8 @@ class Batch:
             note_id = int(
                 c.execute(
                     "INSERT INTO notes (mtime_ns, size, hash, title, created_at, created_ts,"
-                    " summary, topics, body_line, problems, path)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    " summary, topics, body_line, problems, title_key, stem_key, path)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (*rows.values, rows.path),
                 ).lastrowid
                 or 0
@@ -402,8 +409,8 @@ class Batch:
             self.problems_delta -= int(row[1])
             c.execute(
                 "UPDATE notes SET mtime_ns = ?, size = ?, hash = ?, title = ?, created_at = ?,"
-                " created_ts = ?, summary = ?, topics = ?, body_line = ?, problems = ?"
-                " WHERE id = ?",
+                " created_ts = ?, summary = ?, topics = ?, body_line = ?, problems = ?,"
+                " title_key = ?, stem_key = ? WHERE id = ?",
                 (*rows.values, note_id),
             )
             self._clear_children(note_id)
@@ -428,8 +435,8 @@ class Batch:
             first = int(c.execute("SELECT coalesce(max(id), 0) + 1 FROM notes").fetchone()[0])
             c.executemany(
                 "INSERT INTO notes (id, mtime_ns, size, hash, title, created_at, created_ts,"
-                " summary, topics, body_line, problems, path)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " summary, topics, body_line, problems, title_key, stem_key, path)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(first + i, *rows.values, rows.path) for i, rows in enumerate(items)],
             )
         except sqlite3.IntegrityError:
@@ -458,6 +465,7 @@ class Batch:
         self._touched_topics.update(seen)
         out.headings.extend((note_id, *h) for h in rows.headings)
         out.links.extend((note_id, *link) for link in rows.links)
+        out.aliases.extend((key, note_id, name) for key, name in rows.aliases)
         out.fts.append((note_id, *rows.fts))
 
     def _write_children(self, rows: _ChildRows) -> None:
@@ -475,9 +483,14 @@ class Batch:
             )
         if rows.links:
             c.executemany(
-                "INSERT INTO links (note_id, line, seq, kind, target, anchor, label)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO links (note_id, line, seq, kind, target, anchor, label, key)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 rows.links,
+            )
+        if rows.aliases:
+            c.executemany(
+                "INSERT OR IGNORE INTO aliases (key, note_id, name) VALUES (?, ?, ?)",
+                rows.aliases,
             )
         if rows.fts:
             c.executemany(
@@ -495,12 +508,21 @@ class Batch:
         c.execute("DELETE FROM note_topics WHERE note_id = ?", (note_id,))
         c.execute("DELETE FROM headings WHERE note_id = ?", (note_id,))
         c.execute("DELETE FROM links WHERE note_id = ?", (note_id,))
+        c.execute("DELETE FROM aliases WHERE note_id = ?", (note_id,))
         c.execute("DELETE FROM notes_fts WHERE rowid = ?", (note_id,))
 
     def clear(self) -> None:
         """Remove every note (a full rebuild that other processes can watch happen)."""
         c = self.conn
-        for table in ("note_topics", "headings", "links", "notes_fts", "notes", "topics"):
+        for table in (
+            "note_topics",
+            "headings",
+            "links",
+            "aliases",
+            "notes_fts",
+            "notes",
+            "topics",
+        ):
             c.execute(f"DELETE FROM {table}")
         self._topic_ids.clear()
         self._touched_topics.clear()

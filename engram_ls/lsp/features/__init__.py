@@ -11,6 +11,7 @@ from engram_ls.lsp.features import (
     diagnostics,
     files,
     hover,
+    links,
     search,
     symbols,
 )
@@ -26,4 +27,5 @@ FEATURES: list[Callable[[EngramLanguageServer], None]] = [
     diagnostics.register,
     symbols.register,
     code_actions.register,
+    links.register,
 ]

@@ -1,4 +1,5 @@
-"""``textDocument/codeAction``: "Add suggested topics" on a note.
+"""``textDocument/codeAction``: "Add suggested topics" on a note, and "Create note" for a
+broken link (``features/links.py``).
 
 The suggestions come from the vault's ``keyword_topics`` map (``core.librarian``), read from the
 open buffer; the action's ``WorkspaceEdit`` replaces only the lines of the frontmatter's topic
@@ -17,6 +18,7 @@ from lsprotocol import types
 from engram_ls.core.errors import EngramError
 from engram_ls.core.librarian import TopicEdit, add_topics_edit, suggest_topics
 from engram_ls.lsp.features.completion import open_document
+from engram_ls.lsp.features.links import create_note_actions
 
 if TYPE_CHECKING:
     from pygls.workspace import TextDocument
@@ -81,9 +83,10 @@ def register(server: EngramLanguageServer) -> None:
         if found is None:
             return None
         vault, _rel, doc, source = found
+        created = create_note_actions(ls, vault, params)
         config = vault.config
         if not config.keyword_topics:
-            return None
+            return created or None
 
         def plan() -> tuple[list[str], TopicEdit | None]:
             topics = suggest_topics(source, config)
@@ -93,8 +96,8 @@ def register(server: EngramLanguageServer) -> None:
             topics, edit = await ls.run(plan)
         except EngramError as exc:
             log.debug("no topic suggestion for %s: %s", params.text_document.uri, exc)
-            return None
+            return created or None
         if edit is None:
-            return None
+            return created or None
         versioned = ls.supports("workspace", "workspace_edit", "document_changes")
-        return [suggested_action(doc, source, topics, edit, versioned)]
+        return [*created, suggested_action(doc, source, topics, edit, versioned)]

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-TRIGGER_CHARACTERS = ["#", "[", ",", " ", "-"]
+TRIGGER_CHARACTERS = ["#", "[", ",", " ", "-", "(", "/"]
 MAX_ITEMS = 100
 """Most candidates in one answer; more makes the list ``is_incomplete``."""
 MAX_PREFIX_CHARS = 200
@@ -599,8 +599,13 @@ def register(server: EngramLanguageServer) -> None:
     async def completion(
         ls: EngramLanguageServer, params: types.CompletionParams
     ) -> types.CompletionList | None:
+        from engram_ls.lsp.features.links import complete_link
+
         try:
+            found = await complete_link(ls, params)
+            if found is not None:
+                return found
             return await complete(ls, params)
         except EngramError as exc:
-            log.warning("topic completion failed: %s", exc)
+            log.warning("completion failed: %s", exc)
             return None

@@ -4,9 +4,11 @@ The open buffer is parsed exactly as the indexer parses a file (``parse_note`` o
 bytes, in the thread pool) and each :class:`~engram_ls.core.model.Problem` becomes a
 diagnostic on its line (``source="engram"``, ``code`` = the problem code): malformed YAML,
 frontmatter that is not a mapping, an unclosed ``---``, NUL bytes (errors); unparseable
-dates, a note over the size cap (warnings). A buffer is always valid text, so whether the
-*file* is valid UTF-8 is checked on disk when the note is opened or saved (``encoding``,
-warning) and kept until the next check.
+dates, a note over the size cap (warnings). Links whose target is missing or ambiguous, and
+anchors naming no heading, come from ``features/links.py`` (they need the index: none while
+the first build runs; the open notes are checked again when it ends). A buffer is always
+valid text, so whether the *file* is valid UTF-8 is checked on disk when the note is opened
+or saved (``encoding``, warning) and kept until the next check.
 
 When: at once on ``didOpen``; 300 ms after the last ``didChange`` (typing restarts the
 wait); at once after a save or a file change has reached the index (``on_changes_applied``,
@@ -32,6 +34,7 @@ from engram_ls.core.model import Problem
 from engram_ls.core.parse import parse_note
 from engram_ls.core.sync import SyncReport
 from engram_ls.lsp import convert
+from engram_ls.lsp.features.links import link_diagnostics, link_problems
 
 if TYPE_CHECKING:
     from engram_ls.lsp.server import EngramLanguageServer
@@ -159,11 +162,13 @@ class Diagnostics:
                 self.read_disk.add(uri)
             raise
         self.disk[uri] = kept
+        found_links = await self.ls.run(link_problems, vault, rel, text)
         current = self._document(uri)
         if current is not doc or current.version != version:
             return  # the buffer changed meanwhile: its own check is scheduled
         units = doc.position_codec.client_num_units
         diagnostics = [convert.problem_diagnostic(p, line, units) for p, line in problems]
+        diagnostics += link_diagnostics(found_links, text, units)
         if not diagnostics and uri not in self.shown:
             return
         self._publish(uri, diagnostics, version)
@@ -202,5 +207,9 @@ def register(server: EngramLanguageServer) -> None:
     async def started() -> None:
         checks.recheck_open()  # documents opened before the vaults existed
 
+    def built(vault: Vault) -> None:
+        checks.recheck_open(vault, keep=True)  # link diagnostics need the built index
+
     server.on_changes_applied.append(applied)
     server.on_started.append(started)
+    server.on_vault_ready.append(built)

@@ -129,4 +129,7 @@ async def hover_topic(ls: EngramLanguageServer, params: types.HoverParams) -> ty
 def register(server: EngramLanguageServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     async def hover(ls: EngramLanguageServer, params: types.HoverParams) -> types.Hover | None:
-        return await hover_topic(ls, params)
+        from engram_ls.lsp.features.links import hover_link
+
+        found = await hover_link(ls, params)
+        return found if found is not None else await hover_topic(ls, params)
