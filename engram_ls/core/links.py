@@ -36,6 +36,7 @@ from urllib.parse import unquote
 
 from engram_ls.core.frontmatter import split_frontmatter
 from engram_ls.core.model import LinkKind
+from engram_ls.core.parse import LINK_RE, URL_SCHEME_RE, mask_code
 
 __all__ = [
     "LinkSpan",
@@ -54,16 +55,6 @@ __all__ = [
 
 How = Literal["stem", "path", "title", "alias", "relative", "none", "outside"]
 
-_CODE_FENCE_RE = re.compile(r"^[ \t]*(`{3,}|~{3,})([^\n]*)$", re.MULTILINE)
-_CODE_SPAN_RE = re.compile(r"`(?<!``)(`*)(?!`)[^\n]{1,4000}?(?<!`)`\1(?!`)")
-_NON_NEWLINE_RUN_RE = re.compile(r"[^\n]+")
-_LINK_RE = re.compile(
-    r"\[(?:\[(?P<wiki>[^\[\]\n]+)\]\]"
-    r"|(?P<text>[^\[\]\n]*)\]\(\s*"
-    r"(?:<(?P<angle>[^<>\n]+)>|(?P<plain>[^\s()<>]+))"
-    r"""(?:\s+(?:"[^"\n]*"|'[^'\n]*'))?\s*\))"""
-)
-_URL_SCHEME_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 _SLUG_DROP_RE = re.compile(r"[^\w\- ]")
 _MD_UNSAFE = frozenset(" ()<>%")
 
@@ -125,38 +116,6 @@ class LinkSpan:
     """A Markdown destination written in ``<...>``."""
 
 
-def _blank(match: re.Match[str]) -> str:
-    return " " * (match.end() - match.start())
-
-
-def _mask_code(body: str) -> str:
-    """The body with fenced code and inline code blanked (same length, same lines)."""
-    masked = body
-    if "```" in body or "~~~" in body:
-        out = list(body)
-        fence_char, fence_len, fence_start = "", 0, 0
-        ranges: list[tuple[int, int]] = []
-        for match in _CODE_FENCE_RE.finditer(body):
-            run, rest = match.group(1), match.group(2)
-            if not fence_char:
-                if run[0] == "`" and "`" in rest:
-                    continue
-                fence_char, fence_len, fence_start = run[0], len(run), match.start()
-            elif run[0] == fence_char and len(run) >= fence_len and not rest.strip():
-                ranges.append((fence_start, match.end()))
-                fence_char = ""
-        if fence_char:
-            ranges.append((fence_start, len(body)))
-        for start, end in ranges:
-            for i in range(start, end):
-                if out[i] != "\n":
-                    out[i] = " "
-        masked = "".join(out)
-    if "`" in masked:
-        masked = _CODE_SPAN_RE.sub(_blank, masked)
-    return masked
-
-
 def scan_links(text: str) -> list[LinkSpan]:
     """Every note link in a note's text (outside frontmatter and code), in order.
 
@@ -174,10 +133,10 @@ def scan_links(text: str) -> list[LinkSpan]:
             body, first_line = block.body, block.body_line - 1
     if "[" not in body:
         return []
-    masked = _mask_code(body)
+    masked = mask_code(body)
     out: list[LinkSpan] = []
     line, counted, line_start = first_line, 0, 0
-    for match in _LINK_RE.finditer(masked):
+    for match in LINK_RE.finditer(masked):
         start = match.start()
         newlines = masked.count("\n", counted, start)
         if newlines:
@@ -237,7 +196,7 @@ def _span(match: re.Match[str], body: str, line: int, line_start: int) -> LinkSp
     group = "angle" if angle else "plain"
     destination = match.group(group)
     d0 = match.start(group)
-    if _URL_SCHEME_RE.match(destination):
+    if URL_SCHEME_RE.match(destination):
         return None
     lead = len(destination) - len(destination.lstrip())
     raw_path, _, anchor = destination.strip().partition("#")
@@ -363,7 +322,7 @@ class Resolver:
     def _resolve(self, source: str, kind: LinkKind, target: str) -> Resolution:
         target = target.strip()
         if kind == "markdown":
-            if _URL_SCHEME_RE.match(target):
+            if URL_SCHEME_RE.match(target):
                 return Resolution((), "outside")
             path = _join(source, target)
             if path is None:

@@ -69,13 +69,13 @@ _FENCE_RE = re.compile(r"^[ \t]*(`{3,}|~{3,})([^\n]*)$", re.MULTILINE)
 _CODE_SPAN_RE = re.compile(r"`(?<!``)(`*)(?!`)[^\n]{1,4000}?(?<!`)`\1(?!`)")
 _NON_NEWLINE_RUN_RE = re.compile(r"[^\n]+")
 _HEADING_RE = re.compile(r"#(?<![^\n ]#)(#{0,5})[ \t]+([^\n]*)")
-_LINK_RE = re.compile(
+LINK_RE = re.compile(
     r"\[(?:\[(?P<wiki>[^\[\]\n]+)\]\]"
     r"|(?P<text>[^\[\]\n]*)\]\(\s*"
     r"(?:<(?P<angle>[^<>\n]+)>|(?P<plain>[^\s()<>]+))"
     r"""(?:\s+(?:"[^"\n]*"|'[^'\n]*'))?\s*\))"""
 )
-_URL_SCHEME_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+URL_SCHEME_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 _TAG_RE = re.compile(r"#(?<![^\s(]#)(?<!\]\(#)([\w/-]+)")
 _HAS_LETTER_RE = re.compile(r"[^\W\d]")
 _HEX_COLOUR_RE = re.compile(r"[0-9A-Fa-f]{3,4}|[0-9A-Fa-f]{6}|[0-9A-Fa-f]{8}")
@@ -390,14 +390,14 @@ class _BodyScan:
 
 
 def _scan_body(body: str, body_line: int, *, want_tags: bool) -> _BodyScan:
-    masked = _mask_code(body)
+    masked = mask_code(body)
     headings = _headings(body, masked, body_line) if "#" in masked else ()
     links = _links(body, masked, body_line) if "[" in masked else ()
     tags = _inline_tags(masked) if want_tags and "#" in masked else []
     return _BodyScan(headings, links, tags)
 
 
-def _mask_code(body: str) -> str:
+def mask_code(body: str) -> str:
     """The body with fenced code and inline code spans blanked (same length, same lines)."""
     masked = body
     if "```" in body or "~~~" in body:
@@ -466,7 +466,7 @@ def _headings(body: str, masked: str, body_line: int) -> tuple[Heading, ...]:
 def _links(body: str, masked: str, body_line: int) -> tuple[Link, ...]:
     out: list[Link] = []
     line, counted = body_line, 0
-    for match in _LINK_RE.finditer(masked):
+    for match in LINK_RE.finditer(masked):
         wiki = match.group("wiki")
         if wiki is not None:
             target, anchor, label = _wiki_parts(wiki)
@@ -496,7 +496,7 @@ def _wiki_parts(inner: str) -> tuple[str, str | None, str | None]:
 def _markdown_parts(match: re.Match[str], body: str) -> tuple[str, str | None, str | None]:
     """Target, anchor and text of a ``[text](path.md#anchor)`` link; empty target: not a note."""
     destination = match.group("plain") or match.group("angle")
-    if _URL_SCHEME_RE.match(destination):
+    if URL_SCHEME_RE.match(destination):
         return "", None, None
     path, _, anchor = destination.strip().partition("#")
     if path[-3:].lower() != ".md":
