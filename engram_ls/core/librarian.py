@@ -37,14 +37,12 @@ Rendering rules (see docs/librarian.md):
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import json
 import math
 import os
 import re
 import stat as stat_mod
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -58,7 +56,7 @@ from engram_ls.core.config import EngramConfig, load_config
 from engram_ls.core.errors import EngramError, InvalidRequest, NotFound
 from engram_ls.core.frontmatter import parse_frontmatter, split_frontmatter
 from engram_ls.core.parse import parse_note
-from engram_ls.core.vault import Vault
+from engram_ls.core.vault import Vault, atomic_write
 
 try:
     from yaml import CSafeLoader as _YamlLoader
@@ -295,19 +293,10 @@ def _undecodable(data: bytes) -> tuple[str, str] | None:
 def _replace_if_unchanged(
     path: Path, rel: str, old: bytes, old_stat: os.stat_result, new: bytes
 ) -> None:
-    """Atomically replace ``path`` by ``new`` if it still holds ``old`` (else NoteChanged).
+    """Atomically replace ``path`` by ``new`` if it still holds ``old`` (else NoteChanged);
+    the note keeps its permissions."""
 
-    The new content is written and synced to a hidden temporary file next to the note first,
-    then the note is checked (size, mtime, bytes) and the temporary file renamed over it, so
-    the window for a concurrent writer is only the check itself.
-    """
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(new)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, stat_mod.S_IMODE(old_stat.st_mode))
+    def unchanged() -> None:
         try:
             now = os.stat(path)
             same = (now.st_mtime_ns, now.st_size) == (old_stat.st_mtime_ns, old_stat.st_size)
@@ -321,16 +310,10 @@ def _replace_if_unchanged(
                 f"{rel} changed on disk since it was read; it was not written",
                 data={"path": rel},
             )
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-    with contextlib.suppress(OSError):
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+
+    atomic_write(
+        path, new, overwrite=True, mode=stat_mod.S_IMODE(old_stat.st_mode), check=unchanged
+    )
 
 
 # --- the librarian -------------------------------------------------------------------------
@@ -573,11 +556,16 @@ class Librarian:
 
 def _move_no_clobber(source: Path, target: Path) -> None:
     """Move a file without ever replacing an existing one (hard link, then unlink)."""
+    if os.link not in os.supports_follow_symlinks:  # cannot link a symlink itself here
+        if os.path.lexists(target):
+            raise FileExistsError(str(target))
+        os.rename(source, target)
+        return
     try:
         os.link(source, target, follow_symlinks=False)
     except FileExistsError:
         raise
-    except (OSError, NotImplementedError) as exc:
+    except OSError as exc:
         if os.path.lexists(target):  # pragma: no cover - raced by another writer
             raise FileExistsError(str(target)) from exc
         os.rename(source, target)  # no hard links here (another file system, FAT, ...)

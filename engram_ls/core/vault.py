@@ -11,7 +11,7 @@ import os
 import re
 import stat as stat_mod
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
@@ -284,11 +284,21 @@ def read_regular(path: str | os.PathLike[str], limit: int = -1) -> bytes:
         return fh.read(limit)
 
 
-def atomic_write(path: Path, data: bytes, *, overwrite: bool) -> None:
+def atomic_write(
+    path: Path,
+    data: bytes,
+    *,
+    overwrite: bool,
+    mode: int | None = None,
+    check: Callable[[], None] | None = None,
+) -> None:
     """Write ``data`` to ``path`` so that readers see the old file or the new one, never a part.
 
     Without ``overwrite`` an existing file is left alone and FileExistsError is raised (the
     check and the creation are one atomic step: a hard link of the finished temporary file).
+    ``mode`` sets the new file's permissions. ``check`` runs once the new content is on disk,
+    just before it replaces the file; raising there leaves the file untouched, so the window
+    for a concurrent writer is only the check itself.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -297,6 +307,10 @@ def atomic_write(path: Path, data: bytes, *, overwrite: bool) -> None:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        if check is not None:
+            check()
         if overwrite:
             os.replace(tmp, path)
         else:
@@ -304,6 +318,12 @@ def atomic_write(path: Path, data: bytes, *, overwrite: bool) -> None:
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+    with contextlib.suppress(OSError):  # the rename itself survives a crash
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
 
 
 def find_vault_root(start: Path) -> Path:
