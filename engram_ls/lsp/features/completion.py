@@ -22,7 +22,7 @@ not pop a list up (Enter must still start a block list); asking explicitly does.
 
 Only the frontmatter lines up to the cursor and the cursor line are parsed; the body above the
 cursor is only skipped over (and searched for code fences when the cursor follows a ``#``).
-``locate`` and ``find_slot`` are shared with hover: they find the topic item at a position.
+``topic_at`` (``locate`` + ``find_slot``) is shared with hover: the topic item at a position.
 """
 
 from __future__ import annotations
@@ -497,6 +497,34 @@ def open_document(
     return vault, rel, doc, source
 
 
+@dataclass(slots=True)
+class TopicAt:
+    """Where a topic is written at a client position: what completion and hover work on."""
+
+    vault: Vault
+    doc: TextDocument
+    where: Where
+    col: int
+    """The position's code-point column in ``where.line``."""
+    slot: Slot
+
+
+def topic_at(
+    ls: EngramLanguageServer, uri: str, position: types.Position, *, whole: bool
+) -> TopicAt | None:
+    """The topic slot at ``position`` of a note (outside fences), or None."""
+    opened = open_document(ls, uri)
+    if opened is None:
+        return None
+    vault, _rel, doc, source = opened
+    where = locate(source, position.line)
+    if where is None or where.kind == "fence":
+        return None
+    col = to_column(doc, where.line, position.character)
+    slot = find_slot(where, col, vault.config, whole=whole)
+    return None if slot is None else TopicAt(vault, doc, where, col, slot)
+
+
 def to_column(doc: TextDocument, line: str, character: int) -> int:
     """A client column (in the negotiated UTF-16/UTF-8/UTF-32 units) as a code-point column."""
     if line.isascii():
@@ -542,17 +570,10 @@ def _first_plain_item(where: Where, col: int) -> bool:
 async def complete(
     ls: EngramLanguageServer, params: types.CompletionParams
 ) -> types.CompletionList | None:
-    opened = open_document(ls, params.text_document.uri)
-    if opened is None:
+    at = topic_at(ls, params.text_document.uri, params.position, whole=False)
+    if at is None or len(at.slot.text) > MAX_PREFIX_CHARS:
         return None
-    vault, _rel, doc, source = opened
-    where = locate(source, params.position.line)
-    if where is None or where.kind == "fence":
-        return None
-    col = to_column(doc, where.line, params.position.character)
-    slot = find_slot(where, col, vault.config, whole=False)
-    if slot is None or len(slot.text) > MAX_PREFIX_CHARS:
-        return None
+    vault, doc, where, col, slot = at.vault, at.doc, at.where, at.col, at.slot
     context = params.context
     if (
         slot.style == "plain"

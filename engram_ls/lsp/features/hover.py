@@ -23,11 +23,8 @@ from engram_ls.core.search import SearchResponse
 from engram_ls.core.service import Engram
 from engram_ls.lsp.features.completion import (
     client_range,
-    find_slot,
     index_ready,
-    locate,
-    open_document,
-    to_column,
+    topic_at,
 )
 
 if TYPE_CHECKING:
@@ -94,17 +91,10 @@ def _wants_markdown(ls: EngramLanguageServer) -> bool:
 
 
 async def hover_topic(ls: EngramLanguageServer, params: types.HoverParams) -> types.Hover | None:
-    opened = open_document(ls, params.text_document.uri)
-    if opened is None:
+    at = topic_at(ls, params.text_document.uri, params.position, whole=True)
+    if at is None:
         return None
-    vault, _rel, doc, source = opened
-    where = locate(source, params.position.line)
-    if where is None or where.kind == "fence":
-        return None
-    col = to_column(doc, where.line, params.position.character)
-    slot = find_slot(where, col, vault.config, whole=True)
-    if slot is None:
-        return None
+    vault, doc, where, slot = at.vault, at.doc, at.where, at.slot
     topic = slot.text.strip().lstrip("#").strip()
     if not topic or topic.startswith("-") or len(topic) > 200:
         return None  # a leading '-' would read as "exclude" in a search
