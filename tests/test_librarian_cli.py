@@ -17,6 +17,7 @@ from engram_ls.core.config import load_config
 from engram_ls.core.librarian import Librarian
 from engram_ls.core.parse import parse_note
 from tests.conftest import REAL_VAULT
+from tests.reliability.oracle import snapshot
 
 KEYWORDS = """\
 keyword_topics:
@@ -36,14 +37,6 @@ def engram(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[s
         env={k: v for k, v in os.environ.items() if k not in ("ENGRAM_VAULT", "ENGRAM_INDEX")},
         timeout=120,
     )
-
-
-def snapshot(root: Path) -> dict[str, bytes]:
-    return {
-        p.relative_to(root).as_posix(): p.read_bytes()
-        for p in sorted(root.rglob("*"))
-        if p.is_file() and ".engram" not in p.relative_to(root).parts
-    }
 
 
 @pytest.fixture

@@ -10,60 +10,14 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from engram_ls.core.index.schema import SCHEMA_VERSION
 from engram_ls.core.service import Engram
 from engram_ls.core.sync import Change
-
-
-def dump(index_file: Path) -> dict[str, Any]:
-    """Everything an index says about the vault, independent of row ids and timings."""
-    conn = sqlite3.connect(index_file)
-    try:
-        path_of = dict(conn.execute("SELECT id, path FROM notes"))
-        key_of = dict(conn.execute("SELECT id, key FROM topics"))
-        return {
-            "notes": sorted(
-                conn.execute(
-                    "SELECT path, mtime_ns, size, hash, title, created_at, created_ts, summary,"
-                    " topics, body_line, problems FROM notes"
-                )
-            ),
-            "topics": sorted(conn.execute("SELECT key, name, notes FROM topics")),
-            "note_topics": sorted(
-                (key_of[t], d, path_of[n], s)
-                for t, d, n, s in conn.execute("SELECT * FROM note_topics")
-            ),
-            "headings": sorted(
-                (path_of[n], *rest) for n, *rest in conn.execute("SELECT * FROM headings")
-            ),
-            "links": sorted(
-                (path_of[n], *rest) for n, *rest in conn.execute("SELECT * FROM links")
-            ),
-            "fts": sorted(
-                (path_of[r], *rest)
-                for r, *rest in conn.execute(
-                    "SELECT rowid, title, summary, topics, body FROM notes_fts"
-                )
-            ),
-            "counts": {
-                k: v
-                for k, v in conn.execute("SELECT key, value FROM meta")
-                if k in ("notes", "problems", "topics", "state")
-            },
-        }
-    finally:
-        conn.close()
-
-
-def fresh_dump(root: Path, tmp: Path) -> dict[str, Any]:
-    idx = tmp / f"fresh-{time.monotonic_ns()}.sqlite"
-    with Engram(root, index_path=idx) as engram:
-        engram.sync(workers=1)
-    return dump(idx)
+from tests.reliability.oracle import contents as dump  # what an index says, by path
+from tests.reliability.oracle import fresh as fresh_dump  # the same for a fresh build
 
 
 def write(path: Path, text: str) -> None:

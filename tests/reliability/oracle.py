@@ -21,7 +21,7 @@ Contents = dict[str, Any]
 
 def contents(index_file: Path) -> Contents:
     """Notes (path, stat, hash, title, date, topics …), topics, note↔topic rows, headings,
-    links, full-text rows and the status counters, keyed by path rather than row id."""
+    aliases, links, full-text rows and the status counters, keyed by path rather than row id."""
     conn = sqlite3.connect(f"file:{index_file}?mode=ro", uri=True, timeout=30)
     try:
         path_of = dict(conn.execute("SELECT id, path FROM notes"))
@@ -30,7 +30,7 @@ def contents(index_file: Path) -> Contents:
             "notes": sorted(
                 conn.execute(
                     "SELECT path, mtime_ns, size, hash, title, created_at, created_ts, summary,"
-                    " topics, body_line, problems FROM notes"
+                    " topics, body_line, problems, title_key, stem_key FROM notes"
                 )
             ),
             "topics": sorted(conn.execute("SELECT key, name, notes FROM topics")),
@@ -40,6 +40,10 @@ def contents(index_file: Path) -> Contents:
             ),
             "headings": sorted(
                 (path_of.get(n), *rest) for n, *rest in conn.execute("SELECT * FROM headings")
+            ),
+            "aliases": sorted(
+                (k, path_of.get(n), name)
+                for k, n, name in conn.execute("SELECT key, note_id, name FROM aliases")
             ),
             "links": sorted(
                 (path_of.get(n), *rest) for n, *rest in conn.execute("SELECT * FROM links")
