@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import math
 import os
 import statistics
@@ -22,6 +23,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import generate_vault as g
 
 from engram_ls.core.ripgrep import rg_binary
+
+
+def emit(out: dict[str, Any], path: Path | None) -> None:
+    """Print the results as JSON, and write them to ``path`` when given."""
+    text = json.dumps(out, indent=2)
+    print(text)
+    if path is not None:
+        path.write_text(text + "\n")
 
 
 def pct(values: list[float], p: float) -> float:
