@@ -150,6 +150,20 @@ def test_paging(tags_vault: Engram) -> None:
     assert len(paths) == len(set(paths)) == 7
 
 
+@pytest.mark.parametrize("query", ['"memory leak"', "memory", '"memory leak" memory'])
+def test_text_paging_keeps_the_total(tags_vault: Engram, query: str) -> None:
+    """Every page of a text query (a phrase is ranked and counted in one pass) reports the
+    same total, the pages do not overlap, and a page past the end is empty with the total."""
+    whole = tags_vault.search({"query": query, "limit": 100})
+    assert whole.total == len(whole.results) == len(scan_names(tags_vault, query=query)) > 2
+    pages = [tags_vault.search({"query": query, "limit": 2, "offset": o}) for o in (0, 2, 4)]
+    assert {p.total for p in pages} == {whole.total}
+    paged = [h.path for p in pages for h in p.results]
+    assert paged == [h.path for h in whole.results][: len(paged)]
+    past = tags_vault.search({"query": query, "limit": 2, "offset": 50})
+    assert past.results == [] and past.total == whole.total
+
+
 def test_path_scope(vault_copy: Callable[[str], Path]) -> None:
     with Engram(vault_copy("example")) as engram:
         engram.sync()

@@ -262,9 +262,19 @@ class IndexSearcher:
         w = ", ".join(str(x) for x in BM25_WEIGHTS)
         rank = f"bm25(notes_fts, {w})"
         try:
-            matched = self.conn.execute(
-                "SELECT count(*) FROM notes_fts WHERE notes_fts MATCH ?", (plan.fts_query,)
-            ).fetchone()[0]
+            if f.empty and _positional(plan):
+                # Matching a phrase checks positions, and bm25 matches it once more for its idf:
+                # counting in the same pass saves a third evaluation.
+                rows = self.conn.execute(
+                    f"SELECT id, r, count(*) OVER () FROM (SELECT rowid AS id, {rank} AS r"
+                    " FROM notes_fts WHERE notes_fts MATCH ?) ORDER BY r, id LIMIT ? OFFSET ?",
+                    (plan.fts_query, plan.limit, plan.offset),
+                ).fetchall()
+                if not rows and plan.offset:
+                    return [], self._fts_count(plan)
+                ranked = [(i, r) for i, r, _ in rows]
+                return self._ranked_hits(plan, ranked), int(rows[0][2]) if rows else 0
+            matched = self._fts_count(plan)
             if matched == 0:
                 return [], 0
             if f.empty:
@@ -308,11 +318,21 @@ class IndexSearcher:
             if plan.raw_fts and ("fts5" in text or "syntax" in text or "no such column" in text):
                 raise InvalidRequest(f"FTS5 query error: {text}") from None
             raise
+        return self._ranked_hits(plan, ranked), int(total)
+
+    def _fts_count(self, plan: Plan) -> int:
+        return int(
+            self.conn.execute(
+                "SELECT count(*) FROM notes_fts WHERE notes_fts MATCH ?", (plan.fts_query,)
+            ).fetchone()[0]
+        )
+
+    def _ranked_hits(self, plan: Plan, ranked: list[tuple[Any, Any]]) -> list[SearchHit]:
         scores = {int(i): round(-float(r), 4) for i, r in ranked}
         rows = self._rows([int(i) for i, _ in ranked])
         for row in rows:
             row.score = scores[row.id]
-        return self._hits(plan, rows), int(total)
+        return self._hits(plan, rows)
 
     # -- literal / regex -------------------------------------------------------------------
 
@@ -416,6 +436,12 @@ class IndexSearcher:
             ):
                 out[str(k)] = str(name)
         return out
+
+
+def _positional(plan: Plan) -> bool:
+    """Whether the query holds a phrase: matching it reads word positions, which makes a
+    separate count as dear as the ranking itself (raw FTS5 syntax keeps the two passes)."""
+    return any(len(t.tokens) > 1 for t in plan.terms)
 
 
 def _glob_match(pattern: str, path: str) -> int:
