@@ -1,7 +1,7 @@
 """Core benchmark: build, reconcile and query a vault through the core service, with ripgrep
 scanning the same vault for the same text as the baseline, in the same run.
 
-    python benchmarks/bench_core.py VAULT [--index FILE] [--repeat N] [--json OUT]
+    python benchmarks/bench_core.py VAULT [--repeat N] [--builds N] [--workers N] [--json OUT]
 
 Prints a table (and optionally JSON) with the cold build rate, the warm no-change reconcile time,
 and p50/p95/p99 of a fixed query mix, each text query beside the time `rg` needs for it.
@@ -24,59 +24,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import benchlib as b
 import generate_vault as g
 
-from engram_ls.core.ripgrep import rg_binary
 from engram_ls.core.service import Engram
 from engram_ls.core.sync import Change
-
-
-def pct(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    k = max(0, min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1))))
-    return ordered[k]
-
-
-def query_mix() -> list[tuple[str, dict[str, Any], str | None]]:
-    """(name, request, pattern that ``rg`` scans for as the baseline, or None)."""
-    topic, rare_topic = g.COMMON_TOPICS[0], g.RARE_TOPICS[0]
-    word, word2, rare = g.COMMON_WORDS[0], g.COMMON_WORDS[1], g.RARE_WORDS[0]
-    year = {"date_from": "2021-01-01", "date_to": "2021-12-31"}
-    return [
-        ("tag", {"tags": [topic]}, None),
-        ("tag+date", {"tags": [topic], **year}, None),
-        ("rare tag+date", {"tags": [rare_topic], "date_from": "2018-01-01"}, None),
-        ("2 tags all", {"tags": [topic, "memory"], "tags_mode": "all"}, None),
-        ("text rare", {"query": rare}, rare),
-        ("text common", {"query": word}, word),
-        ("text+tag+date", {"query": word, "tags": [topic], **year}, None),
-        ("phrase", {"query": f'"{word} {word2}"'}, f"{word} {word2}"),
-        ("literal rare", {"query": rare, "mode": "literal"}, rare),
-        ("regex rare+tag", {"query": rare[:5] + ".*", "mode": "regex", "tags": [topic]}, None),
-    ]
-
-
-def rg_time(root: Path, pattern: str) -> float:
-    t0 = time.perf_counter()
-    subprocess.run(
-        [
-            rg_binary(),
-            "--no-config",
-            "--no-ignore",
-            "-i",
-            "-l",
-            "--glob=*.md",
-            "-F",
-            "-e",
-            pattern,
-            "--",
-            ".",
-        ],
-        cwd=root,
-        stdout=subprocess.DEVNULL,
-        check=False,
-    )
-    return time.perf_counter() - t0
 
 
 def median_ms(fn: Any, n: int) -> float:
@@ -157,7 +109,7 @@ def main() -> int:
             out["index_mb"] = round(index.stat().st_size / 2**20, 1)
             out["warm_reconcile_ms"] = median_ms(engram.sync, 3)
             rows = []
-            for name, req, pattern in query_mix():
+            for name, req, baseline in b.query_mix():
                 times = []
                 total = 0
                 for _ in range(args.repeat):
@@ -166,16 +118,11 @@ def main() -> int:
                     times.append((time.perf_counter() - t0) * 1000)
                     total = res.total
                     assert res.index.served_by == "index"
-                row: dict[str, Any] = {
-                    "query": name,
-                    "total": total,
-                    "p50_ms": round(pct(times, 50), 2),
-                    "p95_ms": round(pct(times, 95), 2),
-                    "p99_ms": round(pct(times, 99), 2),
-                }
-                if pattern:
-                    rg = [rg_time(args.vault, pattern) * 1000 for _ in range(3)]
-                    row["rg_ms"] = round(statistics.median(rg), 1)
+                row: dict[str, Any] = {"query": name, "total": total, **b.summary(times)}
+                if baseline is not None:
+                    row["rg_ms"] = b.rg_ms(
+                        args.vault, baseline["pattern"], regex=baseline.get("regex", False)
+                    )
                     row["ratio"] = round(row["rg_ms"] / max(row["p50_ms"], 0.001), 1)
                 rows.append(row)
             out["queries"] = rows
@@ -208,7 +155,7 @@ def main() -> int:
     for name, ms in {**out["updates"], **out["cli_ms"]}.items():
         print(f"{name:40} {ms:>8} ms")
     if args.json:
-        args.json.write_text(json.dumps(out, indent=2))
+        args.json.write_text(json.dumps(out, indent=2) + "\n")
     return 0
 
 
