@@ -109,6 +109,13 @@ def build_cache(conn: sqlite3.Connection) -> Iterator[None]:
             conn.execute(f"PRAGMA cache_size = -{READ_CACHE_KB}")
 
 
+def release_memory(conn: sqlite3.Connection) -> None:
+    """Free this connection's page cache (after reading a whole table once: those pages
+    would otherwise stay in the thread's memory until other pages push them out)."""
+    with contextlib.suppress(sqlite3.Error):
+        conn.execute("PRAGMA shrink_memory")
+
+
 @contextlib.contextmanager
 def read_tx(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     """A read snapshot: every query inside sees the same committed state."""
