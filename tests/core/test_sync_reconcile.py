@@ -5,12 +5,18 @@ Real files, real SQLite files."""
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import os
 import sqlite3
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from engram_ls.core.config import load_config
+from engram_ls.core.index import db
 from engram_ls.core.service import Engram
 from engram_ls.core.vault import Vault
 from tests.reliability.oracle import contents as dump
@@ -195,3 +201,43 @@ def test_warm_reconcile_holds_no_vault_in_memory(tmp_path: Path) -> None:
         make_vault(root, [f"f{i // 50:03d}/note-{i:05d}.md" for i in range(n)])
         peaks.append(_reconcile_peak(root))
     assert peaks[1] < 2 * peaks[0], peaks
+
+
+def _sqlite_memory_used() -> Callable[[], int]:
+    """sqlite3_memory_used of the library the sqlite3 module uses (skip when that is not a
+    shared libsqlite3 loaded in this process)."""
+    found = ctypes.util.find_library("sqlite3")
+    if found is None:
+        pytest.skip("no shared libsqlite3")
+    lib = ctypes.CDLL(found)
+    lib.sqlite3_libversion.restype = ctypes.c_char_p
+    maps = Path("/proc/self/maps")
+    if (
+        lib.sqlite3_libversion().decode() != sqlite3.sqlite_version
+        or not maps.exists()
+        or b"libsqlite3" not in maps.read_bytes()
+    ):
+        pytest.skip("the sqlite3 module does not use the shared libsqlite3")
+    lib.sqlite3_memory_used.restype = ctypes.c_int64
+    return lambda: int(lib.sqlite3_memory_used())
+
+
+def test_page_cache_stays_small_and_the_reconcile_frees_it(
+    generated: Callable[..., Path], tmp_path: Path
+) -> None:
+    """A connection's page cache is capped at READ_CACHE_KB (one connection per thread: the
+    sum must stay small whatever the vault), and the reconcile, which reads the whole notes
+    table, gives its pages back."""
+    used = _sqlite_memory_used()
+    root = generated(1500)
+    idx = tmp_path / "index.sqlite"
+    with Engram(root, index_path=idx) as engram:
+        engram.sync(workers=1)
+    assert idx.stat().st_size > 3 * db.READ_CACHE_KB * 1024
+    with Engram(root, index_path=idx) as engram:
+        before = used()
+        assert engram.sync().unchanged == 1500
+        assert used() - before < 128 * 1024  # without freeing: ~600 KiB more
+        for word in ("the", "index", "memory", "cache", "build"):
+            engram.search({"query": word, "limit": 200})
+        assert used() - before < db.READ_CACHE_KB * 1024 + 1024 * 1024
