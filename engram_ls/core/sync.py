@@ -304,7 +304,7 @@ class Syncer:
                 gone.append(row[0])
                 row = next(rows, None)
             else:
-                if (row[1], row[2]) == (f.mtime_ns, f.size):
+                if row[1] == f.mtime_ns and row[2] == f.size:
                     unchanged += 1
                 else:
                     changed.append(f.path)

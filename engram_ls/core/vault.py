@@ -14,6 +14,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
+from operator import itemgetter
 from pathlib import Path, PurePosixPath
 from urllib.parse import quote_from_bytes
 
@@ -267,7 +268,7 @@ class Vault:
                     keyed = [(f"{e.name}/" if _is_folder(e) else e.name, e) for e in it]
             except OSError:
                 return []
-            keyed.sort(key=lambda pair: pair[0], reverse=True)
+            keyed.sort(key=itemgetter(0), reverse=True)
             return keyed
 
         stack = [(under, listing(os.fspath(self.abs(under))))]

@@ -232,11 +232,10 @@ class Index:
     def stats_sorted(self) -> Iterator[tuple[str, int, int]]:
         """(path, mtime_ns, size) of every note in path order (``BINARY``: UTF-8 bytes, the
         same order as Python's ``str``), streamed from the path index: never all at once."""
-        cur = self.conn().execute("SELECT path, mtime_ns, size FROM notes ORDER BY path")
-        try:
-            yield from cur
-        finally:
-            cur.close()
+        rows: Iterator[tuple[str, int, int]] = self.conn().execute(
+            "SELECT path, mtime_ns, size FROM notes ORDER BY path"
+        )
+        return rows
 
     def hashes(self, paths: list[str]) -> dict[str, bytes]:
         """Stored content hashes of these paths (those that have a row)."""
