@@ -225,21 +225,7 @@ class Syncer:
         cold = status.state in ("empty", "building", "failed") or status.notes == 0
         report.resumed = status.state == "building" and status.notes > 0 and not report.full
 
-        stored = self.index.stats()
-        files = sorted(self.vault.walk(), key=lambda f: f.path)
-        report.scanned = len(files)
-        new: list[str] = []
-        changed_paths: list[str] = []
-        for f in files:
-            known = stored.pop(f.path, None)
-            if known is None:
-                new.append(f.path)
-            elif known != (f.mtime_ns, f.size):
-                changed_paths.append(f.path)
-            else:
-                report.unchanged += 1
-        gone = list(stored)
-        del stored, files
+        new, changed_paths, gone = self._diff(report)
         hashes = self.index.hashes(changed_paths)
         todo: list[tuple[str, bytes | None]] = [(p, None) for p in new]
         todo += [(p, hashes.get(p)) for p in changed_paths]
@@ -248,6 +234,7 @@ class Syncer:
         busy_state: State = "building" if cold else "stale"
         changed = bool(todo or gone)
         if not changed and status.state == "ready" and status.fingerprint == self.fingerprint:
+            db.release_memory(self.index.conn())
             report.elapsed_s = time.perf_counter() - t0
             report.generation = status.generation
             return report
@@ -284,9 +271,55 @@ class Syncer:
                 w.refresh_all_topics()
             w.set_state("ready")
             w.set_meta("fingerprint", self.fingerprint)
+        db.release_memory(self.index.conn())
         report.generation = self.index.status().generation
         report.elapsed_s = time.perf_counter() - t0
         return report
+
+    def _diff(self, report: SyncReport) -> tuple[list[str], list[str], list[str]]:
+        """The vault against the index: (new paths, paths whose mtime/size changed, paths
+        gone), counting ``scanned`` and ``unchanged`` in ``report``.
+
+        Both sides come in path order and are merged as they stream (the walk one folder at a
+        time, the index through its path index), so only the differences are ever held, not a
+        vault's worth of paths and stats. Should the two orders ever disagree, a path would
+        show up both as new and as gone: it is then compared by content instead, so the result
+        stays exact (only slower).
+        """
+        new: list[str] = []
+        changed: list[str] = []
+        gone: list[str] = []
+        files = self.vault.walk_sorted()
+        rows = self.index.stats_sorted()
+        f = next(files, None)
+        row = next(rows, None)
+        scanned = unchanged = 0
+        while f is not None or row is not None:
+            if row is None or (f is not None and f.path < row[0]):
+                assert f is not None
+                new.append(f.path)
+                scanned += 1
+                f = next(files, None)
+            elif f is None or row[0] < f.path:
+                gone.append(row[0])
+                row = next(rows, None)
+            else:
+                if row[1] == f.mtime_ns and row[2] == f.size:
+                    unchanged += 1
+                else:
+                    changed.append(f.path)
+                scanned += 1
+                f = next(files, None)
+                row = next(rows, None)
+        report.scanned += scanned
+        report.unchanged += unchanged
+        if new and gone:
+            both = set(new).intersection(gone)
+            if both:
+                new = [p for p in new if p not in both]
+                gone = [p for p in gone if p not in both]
+                changed += sorted(both)
+        return new, changed, gone
 
     def _parse_all(
         self, todo: list[tuple[str, bytes | None]], workers: int | None

@@ -14,6 +14,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
+from operator import itemgetter
 from pathlib import Path, PurePosixPath
 from urllib.parse import quote_from_bytes
 
@@ -22,6 +23,13 @@ from engram_ls.core.errors import NotFound, OutsideVault
 
 ALWAYS_IGNORED_DIRS = frozenset({".git", CONFIG_DIR, "node_modules"})
 GLOB_CHARS = frozenset("*?[")
+
+
+def _is_folder(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,14 +228,13 @@ class Vault:
     # -- walking ---------------------------------------------------------------------------
 
     def walk(self, under: str = "") -> Iterator[FileStat]:
-        """Every note under ``under`` (a vault-relative folder), with mtime and size.
+        """Every note under ``under`` (a vault-relative folder), with mtime and size, in no
+        particular order.
 
         Symlinked folders are not entered (no loops, no escapes); a symlinked file counts only
         when its target is inside the vault. Unreadable folders are skipped.
         """
-        start = self.abs(under)
-        stack: list[tuple[str, str]] = [(os.fspath(start), under)]
-        flt = self.filter
+        stack: list[tuple[str, str]] = [(os.fspath(self.abs(under)), under)]
         while stack:
             abs_dir, rel_dir = stack.pop()
             try:
@@ -236,27 +243,68 @@ class Vault:
                 continue
             with it:
                 for entry in it:
-                    name = entry.name
-                    rel = f"{rel_dir}/{name}" if rel_dir else name
-                    try:
-                        if entry.is_dir(follow_symlinks=False):
-                            if not flt.dir_excluded(rel):
-                                stack.append((entry.path, rel))
-                            continue
-                        if not name.endswith(".md") or name.startswith("."):
-                            continue
-                        if entry.is_symlink():
-                            if not self.contains(rel):
-                                continue
-                            st = os.stat(entry.path)
-                        else:
-                            st = entry.stat(follow_symlinks=False)
-                    except OSError:
-                        continue
-                    if not stat_mod.S_ISREG(st.st_mode):
-                        continue
-                    if flt.file_matches(rel):
-                        yield FileStat(rel, st.st_mtime_ns, st.st_size)
+                    rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+                    got = self._entry(entry, rel)
+                    if got is True:
+                        stack.append((entry.path, rel))
+                    elif got:
+                        yield got
+
+    def walk_sorted(self, under: str = "") -> Iterator[FileStat]:
+        """The notes of ``walk``, in the order of their paths: Python's ``str`` order, which is
+        SQLite's ``BINARY`` order of the same paths as UTF-8 (both compare code points).
+
+        One folder is listed at a time (its entries, plus the unvisited entries of the folders
+        above it), so memory follows the largest folder, not the vault. A folder ``x`` sorts
+        as ``x/``: every path under it shares that prefix, and no name holds a ``/``, so the
+        folder's block of paths falls exactly where ``x/`` falls among its siblings.
+        """
+
+        def listing(abs_dir: str) -> list[tuple[str, os.DirEntry[str]]]:
+            """A folder's entries, last first (popped as they are visited, so that the stat
+            each caches goes with it)."""
+            try:
+                with os.scandir(abs_dir) as it:
+                    keyed = [(f"{e.name}/" if _is_folder(e) else e.name, e) for e in it]
+            except OSError:
+                return []
+            keyed.sort(key=itemgetter(0), reverse=True)
+            return keyed
+
+        stack = [(under, listing(os.fspath(self.abs(under))))]
+        while stack:
+            rel_dir, entries = stack[-1]
+            if not entries:
+                stack.pop()
+                continue
+            entry = entries.pop()[1]
+            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            got = self._entry(entry, rel)
+            if got is True:
+                stack.append((rel, listing(entry.path)))
+            elif got:
+                yield got
+
+    def _entry(self, entry: os.DirEntry[str], rel: str) -> FileStat | bool:
+        """What the walk makes of one entry: a note's stat, True for a folder to enter, or
+        False (anything else: excluded, not a note, unreadable, a symlink leaving the vault)."""
+        name = entry.name
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                return not self.filter.dir_excluded(rel)
+            if not name.endswith(".md") or name.startswith("."):
+                return False
+            if entry.is_symlink():
+                if not self.contains(rel):
+                    return False
+                st = os.stat(entry.path)
+            else:
+                st = entry.stat(follow_symlinks=False)
+        except OSError:
+            return False
+        if not stat_mod.S_ISREG(st.st_mode) or not self.filter.file_matches(rel):
+            return False
+        return FileStat(rel, st.st_mtime_ns, st.st_size)
 
     def stat(self, rel_path: str) -> FileStat | None:
         """Stat one note; None when it is missing, not a regular file, or not a note."""

@@ -302,15 +302,15 @@ def test_files_change_between_walk_and_read(
     saved = {rel: (root / rel).read_bytes() for rel in victims}
     engram = Engram(root, index_path=idx)
     engram.open()
-    real_walk = engram.vault.walk
+    real_walk = engram.vault.walk_sorted  # the reconcile's (path-ordered) walk
 
     def walk_then_sabotage(under: str = "") -> Any:
         listed = list(real_walk(under))
         _sabotage(root, victims)
-        monkeypatch.setattr(engram.vault, "walk", real_walk)
+        monkeypatch.setattr(engram.vault, "walk_sorted", real_walk)
         return iter(listed)
 
-    monkeypatch.setattr(engram.vault, "walk", walk_then_sabotage)
+    monkeypatch.setattr(engram.vault, "walk_sorted", walk_then_sabotage)
     done = threading.Event()
     worker = threading.Thread(target=lambda: (engram.sync(workers=1), done.set()), daemon=True)
     worker.start()

@@ -229,6 +229,14 @@ class Index:
             rows = conn.execute("SELECT path, mtime_ns, size FROM notes")
         return {path: (m, s) for path, m, s in rows}
 
+    def stats_sorted(self) -> Iterator[tuple[str, int, int]]:
+        """(path, mtime_ns, size) of every note in path order (``BINARY``: UTF-8 bytes, the
+        same order as Python's ``str``), streamed from the path index: never all at once."""
+        rows: Iterator[tuple[str, int, int]] = self.conn().execute(
+            "SELECT path, mtime_ns, size FROM notes ORDER BY path"
+        )
+        return rows
+
     def hashes(self, paths: list[str]) -> dict[str, bytes]:
         """Stored content hashes of these paths (those that have a row)."""
         out: dict[str, bytes] = {}
