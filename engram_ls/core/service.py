@@ -8,6 +8,7 @@ never stops a search: it is answered by scanning the files and says so (``served
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import sqlite3
 import threading
@@ -229,10 +230,15 @@ class Engram:
             )
 
     def status(self) -> IndexStatus:
+        """The index's state; ``stale`` while it is missing changes (a write failed and the
+        catch-up has not finished), as searches, which scan meanwhile, report it too."""
         self._check_file()
         if self.readable:
             try:
-                return self.index.status()
+                st = self.index.status()
+                if self.behind is not None and st.state == "ready":
+                    st = dataclasses.replace(st, state="stale")
+                return st
             except sqlite3.Error as exc:
                 if db.is_corruption(exc):
                     self._recover_quietly()

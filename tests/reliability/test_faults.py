@@ -173,6 +173,9 @@ async def test_write_lock_held_longer_than_busy_timeout(
         res = await search(client, query="", tags=["locked"])
         assert res["index"]["served_by"] == "scan"
         assert [r["path"] for r in res["results"]] == ["during-lock.md"]
+        # Status says what searches do: not "ready" while the index misses the save.
+        st = (await request(client, "engram/status", {}))["vaults"][0]
+        assert st["state"] == "stale" and not st["building"]
         cli = engram_cli("search", "--vault", str(root), "--json", "--tag", "locked", env=BUSY_ENV)
         assert cli.returncode == 0, cli.stderr
         assert '"during-lock.md"' in cli.stdout and '"scan"' in cli.stdout
@@ -184,6 +187,7 @@ async def test_write_lock_held_longer_than_busy_timeout(
             return r["index"]["served_by"] == "index" and r["total"] == 1
 
         await until(landed, timeout=30)
+        assert (await request(client, "engram/status", {}))["vaults"][0]["state"] == "ready"
         assert server_alive(client)
     assert_index_matches_vault(idx, root, tmp_path)
 
