@@ -21,6 +21,7 @@ from typing import Any, Literal, NamedTuple
 from engram_ls.core.errors import IndexUnavailable
 from engram_ls.core.index import db
 from engram_ls.core.index.schema import DDL, NO_DATE, SCHEMA_VERSION
+from engram_ls.core.index.symbols import char_mask
 from engram_ls.core.links import link_key, stem_key
 from engram_ls.core.model import Note
 
@@ -310,6 +311,8 @@ class NoteRows(NamedTuple):
     links: tuple[tuple[int, int, str, str, str | None, str | None, str], ...]
     aliases: tuple[tuple[str, str], ...]
     """(key, name) of each alias."""
+    masks: tuple[int, ...]
+    """``names.mask`` of the title, then of each heading (in ``headings`` order)."""
     fts: tuple[str, str, str, str]
     has_problems: bool
 
@@ -348,6 +351,10 @@ def note_rows(note: Note, mtime_ns: int, size: int, digest: bytes) -> NoteRows:
             for seq, link in enumerate(note.links)
         ),
         aliases=tuple((name.casefold(), name) for name in note.aliases),
+        masks=(
+            char_mask(note.title.casefold()),
+            *(char_mask(h.text.casefold()) for h in note.headings),
+        ),
         fts=(note.title, note.summary or "", " ".join(note.topics), note.body),
         has_problems=bool(note.problems),
     )
@@ -359,6 +366,7 @@ class _ChildRows:
     headings: list[tuple[Any, ...]] = field(default_factory=list)
     links: list[tuple[Any, ...]] = field(default_factory=list)
     aliases: list[tuple[Any, ...]] = field(default_factory=list)
+    names: list[tuple[Any, ...]] = field(default_factory=list)
     fts: list[tuple[Any, ...]] = field(default_factory=list)
 
 
@@ -407,13 +415,13 @@ class Batch:
         else:
             note_id = int(row[0])
             self.problems_delta -= int(row[1])
+            self._clear_children(note_id)  # while the row holds the old date (names)
             c.execute(
                 "UPDATE notes SET mtime_ns = ?, size = ?, hash = ?, title = ?, created_at = ?,"
                 " created_ts = ?, summary = ?, topics = ?, body_line = ?, problems = ?,"
                 " title_key = ?, stem_key = ? WHERE id = ?",
                 (*rows.values, note_id),
             )
-            self._clear_children(note_id)
         children = _ChildRows()
         self._child_rows(note_id, rows, children)
         self._write_children(children)
@@ -466,6 +474,13 @@ class Batch:
         out.headings.extend((note_id, *h) for h in rows.headings)
         out.links.extend((note_id, *link) for link in rows.links)
         out.aliases.extend((key, note_id, name) for key, name in rows.aliases)
+        title_mask, *masks = rows.masks
+        out.names.append((rows.day, note_id, 0, title_mask, rows.values[3]))  # values[3]: title
+        lines: set[int] = set()
+        for (line, _level, text), mask in zip(rows.headings, masks, strict=True):
+            if line not in lines:  # the first heading of a line, as in ``headings``
+                lines.add(line)
+                out.names.append((rows.day, note_id, line, mask, text))
         out.fts.append((note_id, *rows.fts))
 
     def _write_children(self, rows: _ChildRows) -> None:
@@ -492,6 +507,13 @@ class Batch:
                 "INSERT OR IGNORE INTO aliases (key, note_id, name) VALUES (?, ?, ?)",
                 rows.aliases,
             )
+        if rows.names:
+            rows.names.sort()  # in key order: fewer pages touched in a large batch
+            c.executemany(
+                "INSERT OR IGNORE INTO names (day, note_id, line, mask, name)"
+                " VALUES (?, ?, ?, ?, ?)",
+                rows.names,
+            )
         if rows.fts:
             c.executemany(
                 "INSERT INTO notes_fts (rowid, title, summary, topics, body)"
@@ -500,7 +522,14 @@ class Batch:
             )
 
     def _clear_children(self, note_id: int) -> None:
+        """Delete a note's child rows; before its ``notes`` row changes (``names`` is found
+        by the note's date)."""
         c = self.conn
+        c.execute(
+            "DELETE FROM names WHERE day = (SELECT coalesce(created_at, ?) FROM notes"
+            " WHERE id = ?) AND note_id = ?",
+            (NO_DATE, note_id, note_id),
+        )
         for (tid,) in c.execute(
             "SELECT topic_id FROM note_topics WHERE note_id = ?", (note_id,)
         ).fetchall():
@@ -517,6 +546,7 @@ class Batch:
         for table in (
             "note_topics",
             "headings",
+            "names",
             "links",
             "aliases",
             "notes_fts",
