@@ -312,7 +312,9 @@ class NoteRows(NamedTuple):
     aliases: tuple[tuple[str, str], ...]
     """(key, name) of each alias."""
     masks: tuple[int, ...]
-    """``names.mask`` of the title, then of each heading (in ``headings`` order)."""
+    """``names.mask`` of the title, then of each heading (in ``headings`` order); 0 for a
+    heading that is not a name of its own (it repeats the title, in any case: the note
+    stands for it)."""
     fts: tuple[str, str, str, str]
     has_problems: bool
 
@@ -337,7 +339,7 @@ def note_rows(note: Note, mtime_ns: int, size: int, digest: bytes) -> NoteRows:
         json.dumps(list(note.topics), ensure_ascii=False),
         note.body_line,
         problems_json,
-        note.title.casefold(),
+        note.title.casefold(),  # title_key, also the folded name of names.mask
         stem_key(note.path),
     )
     return NoteRows(
@@ -351,13 +353,15 @@ def note_rows(note: Note, mtime_ns: int, size: int, digest: bytes) -> NoteRows:
             for seq, link in enumerate(note.links)
         ),
         aliases=tuple((name.casefold(), name) for name in note.aliases),
-        masks=(
-            char_mask(note.title.casefold()),
-            *(char_mask(h.text.casefold()) for h in note.headings),
-        ),
+        masks=(char_mask(values[10]), *(_heading_mask(h.text, values[10]) for h in note.headings)),
         fts=(note.title, note.summary or "", " ".join(note.topics), note.body),
         has_problems=bool(note.problems),
     )
+
+
+def _heading_mask(text: str, title_key: str) -> int:
+    folded = text.casefold()
+    return 0 if folded == title_key else char_mask(folded)
 
 
 @dataclass(slots=True)
@@ -480,7 +484,8 @@ class Batch:
         for (line, _level, text), mask in zip(rows.headings, masks, strict=True):
             if line not in lines:  # the first heading of a line, as in ``headings``
                 lines.add(line)
-                out.names.append((rows.day, note_id, line, mask, text))
+                if mask:
+                    out.names.append((rows.day, note_id, line, mask, text))
         out.fts.append((note_id, *rows.fts))
 
     def _write_children(self, rows: _ChildRows) -> None:

@@ -25,11 +25,14 @@ characters match thousands of names: outside small vaults (:data:`SMALL_VAULT`) 
 searched among the newest notes (the probe window below, grown up to :data:`EXTEND_NOTES` when
 that promises enough matches), plus the titles equal to the query anywhere.
 
-How it stays fast at 100,000 notes (~600,000 names) with no index of its own (an index of
-heading texts costs the cold build about 15 % at 100,000 notes). Each tier is filled only as
-far as the result needs, best tier first:
+How it stays fast at 100,000 notes (~500,000 names). The ``names`` table holds every title and
+heading (but those repeating their note's title) clustered by the note's date, each with a
+mask of the characters of its folded text (:func:`char_mask`): a name can match only when its
+mask holds every bit of the query's, so a read by date goes through one compact range and
+looks at the text (``LIKE``, then Python) of only those names; ``idxq`` leaves about 1 % of
+them. Each tier is filled only as far as the result needs, best tier first:
 
-- A *probe* reads a tier's matches newest note first (``notes_by_date``), within a window of
+- A *probe* reads a tier's matches newest note first (``names`` by day), within a window of
   about the :data:`PROBE_NOTES` newest notes (closed on a day boundary, so every note outside
   it is strictly older), and stops at the end of the day on which it has enough. Recency being
   the first tie break, those are exactly the tier's best matches: short queries and common
@@ -216,6 +219,8 @@ def char_mask(folded: str) -> int:
     can match a query (any tier: every tier is a subsequence of the folded name) only when
     its mask holds every bit of the query's. Stored in the index (``names.mask``): changing
     the bits means a new schema version."""
+    if folded.isascii():  # the usual case, and the cheapest (a build computes ~6 a note)
+        return sum(set(map(_MASK_BITS.__getitem__, folded)))  # distinct bits: sum = or
     mask = 0
     get = _MASK_BITS.get
     for ch in set(folded):
