@@ -397,3 +397,162 @@ def test_deadline_interrupts(example: Engram) -> None:
             "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 10000000)"
             " SELECT count(*) FROM c"
         ).fetchone()
+
+
+# -- the names table and its character masks ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "query"),
+    [
+        ("Index query notes", "idxq"),
+        ("SQLite field notes", "SFN"),
+        ("Ärger über Öl", "ÄÜÖ"),
+        ("Straße", "STRASSE"),
+        ("STRASSE", "ß"),
+        ("İstanbul notes", "i̇st"),
+        ("Ωμέγα plan", "ΩΜΈ"),
+        ("write-ahead log (WAL)", "-(wal)"),
+        ("100% done_now", "0%_"),
+        ("emoji 🙂 day", "🙂d"),
+        ("tab\there", "\th"),
+    ],
+)
+def test_a_name_holds_the_mask_of_every_query_it_matches(name: str, query: str) -> None:
+    q = sym.normalize(query)
+    assert match_tier(name, q) is not None
+    name_mask, query_mask = sym.char_mask(name.casefold()), sym.char_mask(q)
+    assert name_mask & query_mask == query_mask
+    assert 0 < name_mask < 2**63  # a positive SQLite integer
+
+
+def test_masks_tell_characters_apart() -> None:
+    letters = [sym.char_mask(c) for c in "abcdefghijklmnopqrstuvwxyz0123456789 "]
+    assert len(set(letters)) == len(letters)
+    assert all(m & (m - 1) == 0 for m in letters)  # one bit each
+    assert sym.char_mask("") == 0
+    assert sym.char_mask("abc") == sym.char_mask("cab") == sym.char_mask("aabbcc")
+    assert sym.char_mask("zephyr") & sym.char_mask("idxq") != sym.char_mask("idxq")
+    # characters sharing a bit (ASCII punctuation, non-ASCII) still give that one bit
+    text = "".join(chr(o) for o in range(128)) + "äöüßéΩ🙂"
+    want = 0
+    for ch in text:
+        want |= sym.char_mask(ch)
+    assert sym.char_mask(text) == want
+    assert sym.char_mask("!)") == sym.char_mask("!") == sym.char_mask(")")
+
+
+def names_rows(conn: sqlite3.Connection) -> set[tuple[str, str, int, int, str]]:
+    """The names table, by path."""
+    return set(
+        conn.execute(
+            "SELECT n.path, s.day, s.line, s.mask, s.name FROM names s"
+            " JOIN notes n ON n.id = s.note_id"
+        )
+    )
+
+
+def expected_names(conn: sqlite3.Connection) -> set[tuple[str, str, int, int, str]]:
+    """What the names table must hold: every note's title (line 0) and headings (but those
+    repeating the title), by the note's date ('' when undated), with the masks of their
+    folded text."""
+    out = set()
+    for path, day, title in conn.execute("SELECT path, created_at, title FROM notes"):
+        out.add((path, day or "", 0, sym.char_mask(title.casefold()), title))
+    for path, day, title, line, text in conn.execute(
+        "SELECT n.path, n.created_at, n.title, h.line, h.text FROM headings h JOIN notes n"
+        " ON n.id = h.note_id"
+    ):
+        if text.casefold() != title.casefold():  # the note stands for such a heading
+            out.add((path, day or "", line, sym.char_mask(text.casefold()), text))
+    return out
+
+
+def test_the_names_table_follows_every_write(vault_copy: Callable[[str], Path]) -> None:
+    root = vault_copy("example")
+    note = root / "projects" / "renamed-often.md"
+    with Engram(root) as engram:
+        engram.sync()
+        conn = engram.index.conn()
+        assert names_rows(conn) == expected_names(conn)
+        before = len(names_rows(conn))
+        note.write_text(
+            "---\ntitle: Über plan\ncreated: 2021-03-04\n---\n# Über plan\n\n## Ärger\n"
+            "## Zephyr idx query\n",
+            encoding="utf-8",
+        )
+        engram.sync()
+        assert names_rows(conn) == expected_names(conn)
+        assert len(names_rows(conn)) == before + 3  # the title, two headings (# Über plan: no)
+        # a new date, title and headings: the rows of the old date go
+        note.write_text(
+            "---\ntitle: Later plan\ncreated: 2025-06-07\n---\n## Only heading\n",
+            encoding="utf-8",
+        )
+        engram.sync()
+        got = names_rows(conn)
+        assert got == expected_names(conn)
+        mine = sorted(r for r in got if r[0] == "projects/renamed-often.md")
+        assert [(d, line, name) for _, d, line, _, name in mine] == [
+            ("2025-06-07", 0, "Later plan"),
+            ("2025-06-07", 5, "Only heading"),
+        ]
+        # undated
+        note.write_text("# Undated idea\n\ntext\n", encoding="utf-8")
+        engram.sync()
+        assert names_rows(conn) == expected_names(conn)
+        assert ("projects/renamed-often.md", "", 0) in {r[:3] for r in names_rows(conn)}
+        note.unlink()
+        engram.sync()
+        assert names_rows(conn) == expected_names(conn)
+        assert len(names_rows(conn)) == before
+
+
+@pytest.mark.parametrize("query", ["über", "ÜBER", "ärg", "ÄRGER", "ωμ", "ΩΜΈΓΑ", "uber", "ßtr"])
+def test_non_ascii_and_folded_queries_through_the_window(
+    vault_copy: Callable[[str], Path], monkeypatch: pytest.MonkeyPatch, query: str
+) -> None:
+    """Non-ASCII names read through the names table (tiny windows: every path) rank exactly
+    like brute force, in any case; with a tiny horizon, the loose matches are exactly those
+    of the newest notes."""
+    monkeypatch.setattr(sym, "PROBE_NOTES", 2)
+    monkeypatch.setattr(sym, "SMALL_VAULT", 3)
+    monkeypatch.setattr(sym, "EXTEND_NOTES", 6)
+    monkeypatch.setattr(sym, "LOOSE_HORIZON", 10**6)
+    monkeypatch.setattr(sym, "FTS_MAX_NOTES", 3)
+    monkeypatch.setattr(sym, "SPLIT_MIN_NOTES", 1)
+    root = vault_copy("example")
+    extra = {
+        "a1.md": "---\ncreated: 2026-03-01\n---\n# Über Ärger\n\n## Ωμέγα plan\n",
+        "a2.md": "---\ncreated: 2026-03-02\n---\n# Straße notes\n\n## ÄRGERLICH über\n",
+        "a3.md": "---\ncreated: 2026-03-02\n---\n# ωμέγα\n\n## uber ärger\n",
+        "a4.md": "# Undated über\n\n## Ωmega ärger\n",
+    }
+    for name, text in extra.items():
+        (root / name).write_text(text, encoding="utf-8")
+    with Engram(root) as engram:
+        engram.sync()
+        conn = engram.index.conn()
+        assert engram.symbols(query, limit=1000)
+        for runner in (None, sym.second_thread(engram.index.conn)):
+            for limit in (1, 3, 50):
+                with db.read_tx(conn):
+                    check(conn, SymbolSearch(conn, query, limit, runner=runner), query, limit)
+        if len(sym.normalize(query)) < sym.FTS_MIN_CHARS:
+            return  # searched among the newest notes only (see check)
+        monkeypatch.setattr(sym, "LOOSE_HORIZON", 8)
+        with db.read_tx(conn):
+            (horizon,) = conn.execute(
+                "SELECT created_at FROM notes ORDER BY created_at DESC, id DESC LIMIT 1 OFFSET 7"
+            ).fetchone()
+            for runner in (None, sym.second_thread(engram.index.conn)):
+                search = SymbolSearch(conn, query, 1000, runner=runner)
+                got = {(h.kind, h.ref, h.line) for h in search.run() if h.kind != "topic"}
+                everything = brute_force_hits(conn, query)
+                want = {
+                    k
+                    for k, (tier, day) in everything.items()
+                    if tier < FUZZY or (day or "") >= horizon
+                }
+                assert got == want, search.stats
+                assert search.stats.get("horizon")

@@ -21,7 +21,8 @@ Contents = dict[str, Any]
 
 def contents(index_file: Path) -> Contents:
     """Notes (path, stat, hash, title, date, topics …), topics, note↔topic rows, headings,
-    aliases, links, full-text rows and the status counters, keyed by path rather than row id."""
+    symbol names, aliases, links, full-text rows and the status counters, keyed by path rather
+    than row id."""
     conn = sqlite3.connect(f"file:{index_file}?mode=ro", uri=True, timeout=30)
     try:
         path_of = dict(conn.execute("SELECT id, path FROM notes"))
@@ -40,6 +41,12 @@ def contents(index_file: Path) -> Contents:
             ),
             "headings": sorted(
                 (path_of.get(n), *rest) for n, *rest in conn.execute("SELECT * FROM headings")
+            ),
+            "names": sorted(
+                (path_of.get(n), day, line, mask, name)
+                for day, n, line, mask, name in conn.execute(
+                    "SELECT day, note_id, line, mask, name FROM names"
+                )
             ),
             "aliases": sorted(
                 (k, path_of.get(n), name)

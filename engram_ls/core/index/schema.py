@@ -11,13 +11,19 @@ Layout:
 - ``aliases``: frontmatter aliases by case-folded key (wiki-link resolution and completion).
 - ``notes.title_key`` / ``notes.stem_key``: case-folded title and file stem, indexed, for link
   resolution and prefix completion.
+- ``names``: every name a workspace-symbol search matches: a note's title (line 0) and its
+  headings (but those repeating the title, in any case), clustered by the note's date (``''``
+  when undated), with ``mask``, the set of characters of the case-folded name as bits
+  (``core.index.symbols.char_mask``), so that a search reads the names of the newest notes in
+  date order from one compact range and looks at the text of only those that hold every
+  character of the query.
 - ``notes_fts``: FTS5 over title, summary, topics and body (rowid = ``notes.id``).
 - ``meta``: state, generation counter, timestamps, config fingerprint.
 """
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Stored in ``PRAGMA user_version``. Bump on any change below: old indexes are rebuilt."""
 
 NO_DATE = ""
@@ -84,6 +90,15 @@ CREATE TABLE headings (
     level    INTEGER NOT NULL,
     text     TEXT NOT NULL,
     PRIMARY KEY (note_id, line)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE names (
+    day      TEXT NOT NULL,
+    note_id  INTEGER NOT NULL,
+    line     INTEGER NOT NULL,
+    mask     INTEGER NOT NULL,
+    name     TEXT NOT NULL,
+    PRIMARY KEY (day, note_id, line)
 ) STRICT, WITHOUT ROWID;
 
 CREATE TABLE links (

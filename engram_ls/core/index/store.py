@@ -21,6 +21,7 @@ from typing import Any, Literal, NamedTuple
 from engram_ls.core.errors import IndexUnavailable
 from engram_ls.core.index import db
 from engram_ls.core.index.schema import DDL, NO_DATE, SCHEMA_VERSION
+from engram_ls.core.index.symbols import char_mask
 from engram_ls.core.links import link_key, stem_key
 from engram_ls.core.model import Note
 
@@ -318,6 +319,10 @@ class NoteRows(NamedTuple):
     links: tuple[tuple[int, int, str, str, str | None, str | None, str], ...]
     aliases: tuple[tuple[str, str], ...]
     """(key, name) of each alias."""
+    masks: tuple[int, ...]
+    """``names.mask`` of the title, then of each heading (in ``headings`` order); 0 for a
+    heading that is not a name of its own (it repeats the title, in any case: the note
+    stands for it)."""
     fts: tuple[str, str, str, str]
     has_problems: bool
 
@@ -342,7 +347,7 @@ def note_rows(note: Note, mtime_ns: int, size: int, digest: bytes) -> NoteRows:
         json.dumps(list(note.topics), ensure_ascii=False),
         note.body_line,
         problems_json,
-        note.title.casefold(),
+        note.title.casefold(),  # title_key, also the folded name of names.mask
         stem_key(note.path),
     )
     return NoteRows(
@@ -356,9 +361,15 @@ def note_rows(note: Note, mtime_ns: int, size: int, digest: bytes) -> NoteRows:
             for seq, link in enumerate(note.links)
         ),
         aliases=tuple((name.casefold(), name) for name in note.aliases),
+        masks=(char_mask(values[10]), *(_heading_mask(h.text, values[10]) for h in note.headings)),
         fts=(note.title, note.summary or "", " ".join(note.topics), note.body),
         has_problems=bool(note.problems),
     )
+
+
+def _heading_mask(text: str, title_key: str) -> int:
+    folded = text.casefold()
+    return 0 if folded == title_key else char_mask(folded)
 
 
 @dataclass(slots=True)
@@ -367,6 +378,7 @@ class _ChildRows:
     headings: list[tuple[Any, ...]] = field(default_factory=list)
     links: list[tuple[Any, ...]] = field(default_factory=list)
     aliases: list[tuple[Any, ...]] = field(default_factory=list)
+    names: list[tuple[Any, ...]] = field(default_factory=list)
     fts: list[tuple[Any, ...]] = field(default_factory=list)
 
 
@@ -415,13 +427,13 @@ class Batch:
         else:
             note_id = int(row[0])
             self.problems_delta -= int(row[1])
+            self._clear_children(note_id)  # while the row holds the old date (names)
             c.execute(
                 "UPDATE notes SET mtime_ns = ?, size = ?, hash = ?, title = ?, created_at = ?,"
                 " created_ts = ?, summary = ?, topics = ?, body_line = ?, problems = ?,"
                 " title_key = ?, stem_key = ? WHERE id = ?",
                 (*rows.values, note_id),
             )
-            self._clear_children(note_id)
         children = _ChildRows()
         self._child_rows(note_id, rows, children)
         self._write_children(children)
@@ -474,6 +486,14 @@ class Batch:
         out.headings.extend((note_id, *h) for h in rows.headings)
         out.links.extend((note_id, *link) for link in rows.links)
         out.aliases.extend((key, note_id, name) for key, name in rows.aliases)
+        title_mask, *masks = rows.masks
+        out.names.append((rows.day, note_id, 0, title_mask, rows.values[3]))  # values[3]: title
+        lines: set[int] = set()
+        for (line, _level, text), mask in zip(rows.headings, masks, strict=True):
+            if line not in lines:  # the first heading of a line, as in ``headings``
+                lines.add(line)
+                if mask:
+                    out.names.append((rows.day, note_id, line, mask, text))
         out.fts.append((note_id, *rows.fts))
 
     def _write_children(self, rows: _ChildRows) -> None:
@@ -500,6 +520,13 @@ class Batch:
                 "INSERT OR IGNORE INTO aliases (key, note_id, name) VALUES (?, ?, ?)",
                 rows.aliases,
             )
+        if rows.names:
+            rows.names.sort()  # in key order: fewer pages touched in a large batch
+            c.executemany(
+                "INSERT OR IGNORE INTO names (day, note_id, line, mask, name)"
+                " VALUES (?, ?, ?, ?, ?)",
+                rows.names,
+            )
         if rows.fts:
             c.executemany(
                 "INSERT INTO notes_fts (rowid, title, summary, topics, body)"
@@ -508,7 +535,14 @@ class Batch:
             )
 
     def _clear_children(self, note_id: int) -> None:
+        """Delete a note's child rows; before its ``notes`` row changes (``names`` is found
+        by the note's date)."""
         c = self.conn
+        c.execute(
+            "DELETE FROM names WHERE day = (SELECT coalesce(created_at, ?) FROM notes"
+            " WHERE id = ?) AND note_id = ?",
+            (NO_DATE, note_id, note_id),
+        )
         for (tid,) in c.execute(
             "SELECT topic_id FROM note_topics WHERE note_id = ?", (note_id,)
         ).fetchall():
@@ -525,6 +559,7 @@ class Batch:
         for table in (
             "note_topics",
             "headings",
+            "names",
             "links",
             "aliases",
             "notes_fts",

@@ -25,11 +25,14 @@ characters match thousands of names: outside small vaults (:data:`SMALL_VAULT`) 
 searched among the newest notes (the probe window below, grown up to :data:`EXTEND_NOTES` when
 that promises enough matches), plus the titles equal to the query anywhere.
 
-How it stays fast at 100,000 notes (~600,000 names) with no index of its own (an index of
-heading texts costs the cold build about 15 % at 100,000 notes). Each tier is filled only as
-far as the result needs, best tier first:
+How it stays fast at 100,000 notes (~500,000 names). The ``names`` table holds every title and
+heading (but those repeating their note's title) clustered by the note's date, each with a
+mask of the characters of its folded text (:func:`char_mask`): a name can match only when its
+mask holds every bit of the query's, so a read by date goes through one compact range and
+looks at the text (``LIKE``, then Python) of only those names; ``idxq`` leaves about 1 % of
+them. Each tier is filled only as far as the result needs, best tier first:
 
-- A *probe* reads a tier's matches newest note first (``notes_by_date``), within a window of
+- A *probe* reads a tier's matches newest note first (``names`` by day), within a window of
   about the :data:`PROBE_NOTES` newest notes (closed on a day boundary, so every note outside
   it is strictly older), and stops at the end of the day on which it has enough. Recency being
   the first tie break, those are exactly the tier's best matches: short queries and common
@@ -51,7 +54,7 @@ those rows.
 from __future__ import annotations
 
 import contextlib
-import heapq
+import json
 import sqlite3
 import threading
 import time
@@ -193,6 +196,39 @@ def is_subsequence(small: str, big: str) -> bool:
     return True
 
 
+def _mask_bit(ch: str) -> int:
+    """Bit of one character in a :func:`char_mask`: ``a``-``z`` 0-25, ``0``-``9`` 26-35, space
+    36, other ASCII characters 37-44, any other character 45-62 (several share a bit)."""
+    o = ord(ch)
+    if 97 <= o <= 122:
+        return o - 97
+    if 48 <= o <= 57:
+        return o - 48 + 26
+    if o == 32:
+        return 36
+    if o < 128:
+        return 37 + o % 8
+    return 45 + o % 18
+
+
+_MASK_BITS = {chr(o): 1 << _mask_bit(chr(o)) for o in range(128)}
+
+
+def char_mask(folded: str) -> int:
+    """The characters of ``folded`` (a case-folded name or query) as a set of bits: a name
+    can match a query (any tier: every tier is a subsequence of the folded name) only when
+    its mask holds every bit of the query's. Stored in the index (``names.mask``): changing
+    the bits means a new schema version."""
+    if folded.isascii():  # the usual case, and the cheapest (a build computes ~6 a note)
+        return sum(set(map(_MASK_BITS.__getitem__, folded)))  # distinct bits: sum = or
+    mask = 0
+    get = _MASK_BITS.get
+    for ch in set(folded):
+        bit = get(ch)
+        mask |= bit if bit is not None else 1 << _mask_bit(ch)
+    return mask
+
+
 def _like_char(ch: str) -> str:
     if ch in "%_\\":
         return "\\" + ch
@@ -325,6 +361,7 @@ class SymbolSearch:
         self.limit = limit
         self.patterns = Patterns.of(self.raw)
         self.like = "LIKE ?" + self.patterns.escape
+        self.mask = char_mask(self.q)
         self.runner = runner
         self.hits: list[dict[tuple[int, int, int], _Entry]] = [{} for _ in TIERS]
         self.topics: list[list[tuple[int, str, int]]] = [[] for _ in TIERS]
@@ -415,7 +452,7 @@ class SymbolSearch:
         """Tier 3 beyond the window: the whole vault when it is within the horizon, else the
         horizon's newest notes (read on two threads when a runner is given)."""
         self.complete[FUZZY] = True
-        if self._note_count() <= LOOSE_HORIZON:
+        if self._at_most(LOOSE_HORIZON):
             self._scan(FUZZY)
             return
         self.stats["horizon"] = 1
@@ -430,19 +467,10 @@ class SymbolSearch:
         """Every loose match in notes dated ``lo <= day < hi``; the newer half of those notes
         on a second thread when a runner is given."""
         pattern = self.patterns.subsequence
-        sqls = (
-            f"SELECT h.note_id, h.line, h.text, {_COLS}"
-            " FROM notes n CROSS JOIN headings h ON h.note_id = n.id"
-            f" WHERE n.created_at >= ? AND n.created_at < ? AND h.text {self.like}",
-            f"SELECT n.id, 0, n.title, {_COLS} FROM notes n"
-            f" WHERE n.created_at >= ? AND n.created_at < ? AND n.title {self.like}",
-        )
 
         def job(a: str, b: str) -> Job:
             def run(conn: sqlite3.Connection) -> list[tuple[int, list[Row]]]:
-                return [
-                    (i, conn.execute(sql, (a, b, pattern)).fetchall()) for i, sql in enumerate(sqls)
-                ]
+                return [(0, self._names(conn, a, b, pattern).fetchall())]
 
             return run
 
@@ -552,6 +580,14 @@ class SymbolSearch:
             self.notes = int(self.conn.execute("SELECT count(*) FROM notes").fetchone()[0])
         return self.notes
 
+    def _at_most(self, notes: int) -> bool:
+        """Whether the index holds at most ``notes`` notes (counting no further: a count of
+        every note takes milliseconds in a large vault)."""
+        if self.notes is not None:
+            return self.notes <= notes
+        sql = "SELECT count(*) FROM (SELECT 1 FROM notes LIMIT ?)"
+        return int(self.conn.execute(sql, (notes + 1,)).fetchone()[0]) <= notes
+
     def _boundary(self, notes: int) -> tuple[str, int] | None:
         """(lowest day, size) of the window holding at least the ``notes`` newest notes and
         every note of the same days; None when it would hold too many."""
@@ -573,7 +609,7 @@ class SymbolSearch:
         if self.window_open:
             return
         self.window_open = True
-        if self._note_count() <= SMALL_VAULT:
+        if self._at_most(SMALL_VAULT):
             self._add(self._scan_rows(FUZZY, None))
             self.complete = [True for _ in TIERS]
             return
@@ -593,27 +629,13 @@ class SymbolSearch:
             return self._known(t) >= need
         # hits of tier t in notes dated `hi` or later are all known; this read sees the rest
         count = 0 if hi is None else self._count_from(t, hi)
-        cond, args = "n.created_at >= ?", [lo]
-        if hi is not None:
-            cond, args = cond + " AND n.created_at < ?", [lo, hi]
-        order = " ORDER BY n.created_at DESC, n.id DESC"
         pattern = self.patterns.for_tier(level)
-        heads = self.conn.execute(
-            f"SELECT h.note_id, h.line, h.text, {_COLS}"
-            " FROM notes n CROSS JOIN headings h ON h.note_id = n.id"
-            f" WHERE {cond} AND h.text {self.like}{order}",
-            (*args, pattern),
-        )
-        titles = self.conn.execute(
-            f"SELECT n.id, 0, n.title, {_COLS} FROM notes n"
-            f" WHERE {cond} AND n.title {self.like}{order}",
-            (*args, pattern),
-        )
+        cursor = self._names(self.conn, lo, hi, pattern, " ORDER BY s.day DESC, s.note_id DESC")
         reached = lo
         day: str | None = None
         rows = 0
         try:
-            for row in heapq.merge(heads, titles, key=_newest, reverse=True):
+            for row in cursor:
                 if row[3] != day:
                     if day is not None and count >= need:
                         reached = day  # every note dated `day` or later has been read
@@ -623,14 +645,30 @@ class SymbolSearch:
                 if self._add_one(row) == t:
                     count += 1
         finally:
-            heads.close()
-            titles.close()
+            cursor.close()
         self.stats["window_rows"] = self.stats.get("window_rows", 0) + rows
         for u in TIERS[: level + 1]:
             cover = self.cover[u]
             if cover is None or reached < cover:
                 self.cover[u] = reached
         return self._known(t) >= need
+
+    def _names(
+        self, conn: sqlite3.Connection, lo: str, hi: str | None, pattern: str, order: str = ""
+    ) -> sqlite3.Cursor:
+        """Names of the notes dated ``lo <= day < hi`` (``lo`` '': every dated note; ``hi``
+        None: no upper bound) that hold every character of the query (``names.mask``; the
+        text of no other name is looked at) and match ``pattern``, as :data:`Row` s."""
+        where, args = ("s.day > ''", []) if not lo else ("s.day >= ?", [lo])
+        if hi is not None:
+            where += " AND s.day < ?"
+            args.append(hi)
+        return conn.execute(
+            f"SELECT s.note_id, s.line, s.name, {_COLS}"
+            " FROM names s CROSS JOIN notes n ON n.id = s.note_id"
+            f" WHERE {where} AND s.mask & ? = ? AND s.name {self.like}{order}",
+            (*args, self.mask, self.mask, pattern),
+        )
 
     def _extend(self, t: int, need: int) -> bool:
         """Grow the window once, when the hits of tier ``t`` found so far say that a window of
@@ -670,26 +708,26 @@ class SymbolSearch:
             return False
         body, title = f"body : {phrase}", f"title : {phrase}"
         try:
-            count = int(
-                self.conn.execute(
-                    "SELECT count(*) FROM (SELECT 1 FROM notes_fts WHERE notes_fts MATCH ?"
-                    " LIMIT ?)",
+            # the phrase is matched once (a phrase of common words costs milliseconds)
+            ids = [
+                r[0]
+                for r in self.conn.execute(
+                    "SELECT rowid FROM notes_fts WHERE notes_fts MATCH ? LIMIT ?",
                     (body, FTS_MAX_NOTES + 1),
-                ).fetchone()[0]
-            )
-            self.stats["fts_notes"] = count
-            if count > FTS_MAX_NOTES:
+                )
+            ]
+            self.stats["fts_notes"] = len(ids)
+            if len(ids) > FTS_MAX_NOTES:
                 return False
             pattern = self.patterns.substring
             rows = self.conn.execute(
                 f"SELECT h.note_id, h.line, h.text, {_COLS}"
-                " FROM notes_fts f CROSS JOIN notes n ON n.id = f.rowid"
-                " CROSS JOIN headings h ON h.note_id = n.id"
-                f" WHERE notes_fts MATCH ? AND h.text {self.like}"
+                " FROM headings h CROSS JOIN notes n ON n.id = h.note_id"
+                f" WHERE h.note_id IN (SELECT value FROM json_each(?)) AND h.text {self.like}"
                 f" UNION ALL SELECT n.id, 0, n.title, {_COLS}"
                 " FROM notes_fts f CROSS JOIN notes n ON n.id = f.rowid"
                 f" WHERE notes_fts MATCH ? AND n.title {self.like}",
-                (body, pattern, title, pattern),
+                (json.dumps(ids), pattern, title, pattern),
             ).fetchall()
         except sqlite3.OperationalError as exc:
             text = str(exc).lower()
@@ -780,7 +818,7 @@ class SymbolSearch:
         lo, hi = self.conn.execute(
             "SELECT (SELECT min(id) FROM notes), (SELECT max(id) FROM notes)"
         ).fetchone()
-        if lo is None or self._note_count() < SPLIT_MIN_NOTES:
+        if lo is None or self._at_most(SPLIT_MIN_NOTES - 1):
             return [(0, 2**63 - 1)]
         step = max(1, (hi - lo + 1) // SCAN_CHUNKS + 1)
         bounds = [*range(lo, hi + 1, step), hi + 1]
@@ -800,10 +838,6 @@ class SymbolSearch:
         return self.conn.execute(
             f"SELECT n.id, 0, n.title, {_COLS} FROM notes n WHERE {where}{limit}", args
         ).fetchall()
-
-
-def _newest(row: Row) -> tuple[str, int]:
-    return row[3] or "", row[0]
 
 
 def _note_hit(row: Row, tier: int) -> SymbolHit:
@@ -889,6 +923,7 @@ __all__ = [
     "Patterns",
     "SymbolHit",
     "SymbolSearch",
+    "char_mask",
     "day_number",
     "fts_phrase",
     "interruptible",
