@@ -239,6 +239,28 @@ class Index:
             out.update(conn.execute(f"SELECT path, hash FROM notes WHERE path IN ({marks})", part))
         return out
 
+    def fresh_many(self, paths: list[str]) -> dict[str, Fresh]:
+        """``get_fresh`` of many paths (those that have a row), a few queries in all."""
+        out: dict[str, Fresh] = {}
+        conn = self.conn()
+        for i in range(0, len(paths), 500):
+            part = paths[i : i + 500]
+            marks = ",".join("?" * len(part))
+            for path, *row in conn.execute(
+                f"SELECT path, id, mtime_ns, size, hash FROM notes WHERE path IN ({marks})", part
+            ):
+                out[path] = Fresh(*row)
+        return out
+
+    def sample_folder(self, folder: str, limit: int) -> list[str]:
+        """Up to ``limit`` paths of notes under ``folder/`` (any, in path order)."""
+        lo, hi = folder_range(folder)
+        rows = self.conn().execute(
+            "SELECT path FROM notes WHERE path >= ? AND path < ? ORDER BY path LIMIT ?",
+            (lo, hi, limit),
+        )
+        return [str(r[0]) for r in rows]
+
     def get_fresh(self, path: str) -> Fresh | None:
         row = (
             self.conn()
