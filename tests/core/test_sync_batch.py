@@ -10,6 +10,8 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from engram_ls.core.service import Engram
 from engram_ls.core.sync import Change
 from tests.reliability.oracle import assert_index_matches_vault
@@ -186,3 +188,42 @@ def test_folders_moved_out_of_and_into_the_vault(
         )
         assert (r.parsed, r.moved, r.removed) == (5, 0, count)
         assert_index_matches_vault(index, root, tmp_path)
+
+
+def test_topics_counted_once_when_a_build_of_many_commits_ends(
+    generated: Callable[..., Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While an index is building its topics are not recounted at each commit; the
+    transaction that ends the build counts them all, so the result equals a one-commit build."""
+    import engram_ls.core.sync as sync_mod
+
+    root = generated(600)
+    index = tmp_path / "many-commits.sqlite"
+    monkeypatch.setattr(sync_mod, "CHUNK", 50)
+    monkeypatch.setattr(sync_mod, "COMMIT_SECONDS", 0.0)  # a commit after every chunk
+    seen: list[tuple[str, int]] = []
+    with Engram(root, index_path=index) as engram:
+
+        def progress(done: int, total: int) -> None:
+            conn = sqlite3.connect(index)
+            try:
+                state = conn.execute("SELECT value FROM meta WHERE key = 'state'").fetchone()
+                seen.append((str(state[0]), done))
+            finally:
+                conn.close()
+
+        engram.sync(workers=0, progress=progress)
+    assert len(seen) == 12 and all(state == "building" for state, _ in seen)
+    conn = sqlite3.connect(index)
+    try:
+        stored = sorted(conn.execute("SELECT key, notes FROM topics"))
+        counted = sorted(
+            conn.execute(
+                "SELECT t.key, count(*) FROM note_topics nt JOIN topics t ON t.id = nt.topic_id"
+                " GROUP BY t.id"
+            )
+        )
+    finally:
+        conn.close()
+    assert stored == counted and all(n > 0 for _, n in stored)
+    assert_index_matches_vault(index, root, tmp_path)

@@ -657,6 +657,11 @@ class Batch:
         if self._refresh_all_topics:
             where, params = "", ()
         elif self._touched_topics:
+            if self._building():
+                # Counted once, exactly, by the transaction that ends the build (it refreshes
+                # every topic); recounting here would read every row of a growing table at
+                # each commit of a cold build, and nothing serves topics while it builds.
+                return
             c.execute("CREATE TEMP TABLE IF NOT EXISTS touched (id INTEGER PRIMARY KEY)")
             c.execute("DELETE FROM temp.touched")
             c.executemany(
@@ -673,6 +678,13 @@ class Batch:
             params,
         )
         c.execute("DELETE FROM topics WHERE notes = 0")
+
+    def _building(self) -> bool:
+        """Whether the index stays in the ``building`` state after this transaction."""
+        if self._state is not None:
+            return self._state == "building"
+        row = self.conn.execute("SELECT value FROM meta WHERE key = 'state'").fetchone()
+        return row is not None and row[0] == "building"
 
     # meta -------------------------------------------------------------------------------
 
