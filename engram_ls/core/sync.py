@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import hashlib
+import itertools
 import json
 import os
 import signal
@@ -183,6 +184,10 @@ def _start_method() -> str:
     return "fork" if threading.active_count() == 1 else "spawn"
 
 
+def _started() -> None:
+    """The first task of an early pool: it only makes the pool start its processes."""
+
+
 def _parse_chunk(
     root: str, items: list[tuple[str, bytes | None]], config: EngramConfig
 ) -> list[Result]:
@@ -197,6 +202,42 @@ class Syncer:
         self.index = index
         self.config = vault.config
         self.fingerprint = config_fingerprint(vault.config)
+        self._early: Executor | None = None
+        """Parse processes started ahead of a build (``start_workers``), used by its parse."""
+
+    def start_workers(self, *, full: bool = False, workers: int | None = None) -> None:
+        """Start the parse processes now when a build of a large vault is coming, in a
+        threaded process (the language server): a spawned worker's interpreter start and
+        imports then overlap the walk instead of delaying the first parsed chunk. Nothing is
+        started in a single-threaded process (forked workers start at once), for an index that
+        is not being built, or for a vault of fewer than ``PARALLEL_MIN`` notes.
+        ``stop_workers`` ends what the build did not use."""
+        n_workers = workers if workers is not None else default_workers()
+        if self._early is not None or n_workers <= 0 or _start_method() == "fork":
+            return
+        status = self.index.status()
+        cold = status.state in ("empty", "building", "failed") or status.notes == 0
+        if not (full or cold or self.needs_full_rebuild()):
+            return
+        if sum(1 for _ in itertools.islice(self.vault.walk(), PARALLEL_MIN)) < PARALLEL_MIN:
+            return
+        pool = self._new_pool(n_workers)
+        pool.submit(_started)  # a process pool starts its processes on the first task
+        self._early = pool
+
+    def stop_workers(self) -> None:
+        pool, self._early = self._early, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    @staticmethod
+    def _new_pool(n_workers: int) -> Executor:
+        return ProcessPoolExecutor(
+            max_workers=n_workers,
+            mp_context=get_context(_start_method()),
+            initializer=_die_with_parent,
+            initargs=(os.getpid(),),
+        )
 
     # -- reconcile / build -----------------------------------------------------------------
 
@@ -298,12 +339,7 @@ class Syncer:
             for chunk in chunks:
                 yield _parse_chunk(root, chunk, self.config)
             return
-        pool: Executor = ProcessPoolExecutor(
-            max_workers=n_workers,
-            mp_context=get_context(_start_method()),
-            initializer=_die_with_parent,
-            initargs=(os.getpid(),),
-        )
+        pool, self._early = self._early or self._new_pool(n_workers), None
         try:
             yield from pool.map(
                 _parse_chunk, [root] * len(chunks), chunks, [self.config] * len(chunks)

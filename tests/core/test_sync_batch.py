@@ -227,3 +227,37 @@ def test_topics_counted_once_when_a_build_of_many_commits_ends(
         conn.close()
     assert stored == counted and all(n > 0 for _, n in stored)
     assert_index_matches_vault(index, root, tmp_path)
+
+
+def test_parse_workers_start_before_the_walk_in_a_threaded_process(
+    generated: Callable[..., Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As in the language server (other threads running, so workers are spawned): a coming
+    build starts its parse process ahead of the walk, a warm index starts none, and none is
+    left after the sync."""
+    import multiprocessing
+    import threading
+
+    import engram_ls.core.sync as sync_mod
+
+    root = generated(400)
+    monkeypatch.setattr(sync_mod, "PARALLEL_MIN", 300)
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait, daemon=True)
+    other.start()
+    try:
+        with Engram(root, index_path=tmp_path / "early.sqlite") as engram:
+            engram.syncer.start_workers(workers=1)
+            assert len(multiprocessing.active_children()) == 1
+            engram.syncer.stop_workers()
+            assert multiprocessing.active_children() == []
+
+            report = engram.sync(workers=1)
+            assert report.parsed == 400
+            assert multiprocessing.active_children() == []
+            assert_index_matches_vault(tmp_path / "early.sqlite", root, tmp_path)
+
+            engram.syncer.start_workers(workers=1)  # built: nothing to start
+            assert multiprocessing.active_children() == []
+    finally:
+        stop.set()
