@@ -142,10 +142,15 @@ class Engram:
         self, *, full: bool = False, progress: ProgressFn | None = None, workers: int | None = None
     ) -> SyncReport:
         """Reconcile the index with the vault (builds or resumes a build when needed)."""
-        return self._writing(
-            lambda: self.syncer.reconcile(full=full, progress=progress, workers=workers),
-            reconcile=True,
-        )
+
+        def work() -> SyncReport:
+            self.syncer.start_workers(full=full, workers=workers)
+            try:
+                return self.syncer.reconcile(full=full, progress=progress, workers=workers)
+            finally:
+                self.syncer.stop_workers()
+
+        return self._writing(work, reconcile=True)
 
     def apply_changes(self, changes: Sequence[Change]) -> SyncReport:
         """Apply one batch of changes; after a failed write, reconcile the whole vault instead

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import hashlib
+import itertools
 import json
 import os
 import signal
@@ -183,6 +184,10 @@ def _start_method() -> str:
     return "fork" if threading.active_count() == 1 else "spawn"
 
 
+def _started() -> None:
+    """The first task of an early pool: it only makes the pool start its processes."""
+
+
 def _parse_chunk(
     root: str, items: list[tuple[str, bytes | None]], config: EngramConfig
 ) -> list[Result]:
@@ -197,6 +202,42 @@ class Syncer:
         self.index = index
         self.config = vault.config
         self.fingerprint = config_fingerprint(vault.config)
+        self._early: Executor | None = None
+        """Parse processes started ahead of a build (``start_workers``), used by its parse."""
+
+    def start_workers(self, *, full: bool = False, workers: int | None = None) -> None:
+        """Start the parse processes now when a build of a large vault is coming, in a
+        threaded process (the language server): a spawned worker's interpreter start and
+        imports then overlap the walk instead of delaying the first parsed chunk. Nothing is
+        started in a single-threaded process (forked workers start at once), for an index that
+        is not being built, or for a vault of fewer than ``PARALLEL_MIN`` notes.
+        ``stop_workers`` ends what the build did not use."""
+        n_workers = workers if workers is not None else default_workers()
+        if self._early is not None or n_workers <= 0 or _start_method() == "fork":
+            return
+        status = self.index.status()
+        cold = status.state in ("empty", "building", "failed") or status.notes == 0
+        if not (full or cold or self.needs_full_rebuild()):
+            return
+        if sum(1 for _ in itertools.islice(self.vault.walk(), PARALLEL_MIN)) < PARALLEL_MIN:
+            return
+        pool = self._new_pool(n_workers)
+        pool.submit(_started)  # a process pool starts its processes on the first task
+        self._early = pool
+
+    def stop_workers(self) -> None:
+        pool, self._early = self._early, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    @staticmethod
+    def _new_pool(n_workers: int) -> Executor:
+        return ProcessPoolExecutor(
+            max_workers=n_workers,
+            mp_context=get_context(_start_method()),
+            initializer=_die_with_parent,
+            initargs=(os.getpid(),),
+        )
 
     # -- reconcile / build -----------------------------------------------------------------
 
@@ -331,12 +372,7 @@ class Syncer:
             for chunk in chunks:
                 yield _parse_chunk(root, chunk, self.config)
             return
-        pool: Executor = ProcessPoolExecutor(
-            max_workers=n_workers,
-            mp_context=get_context(_start_method()),
-            initializer=_die_with_parent,
-            initargs=(os.getpid(),),
-        )
+        pool, self._early = self._early or self._new_pool(n_workers), None
         try:
             yield from pool.map(
                 _parse_chunk, [root] * len(chunks), chunks, [self.config] * len(chunks)
@@ -364,15 +400,70 @@ class Syncer:
     # -- change batches --------------------------------------------------------------------
 
     def apply_changes(self, changes: Sequence[Change]) -> SyncReport:
-        """Apply one batch of changes in one transaction (one generation step)."""
+        """Apply one batch of changes in one transaction (one generation step).
+
+        Created and changed files are synced together (one stat each, one query for what the
+        index holds, new notes written in bulk); a folder that a watcher reports as deleted
+        and created elsewhere in the same batch is moved without re-parsing.
+        """
         t0 = time.perf_counter()
         report = SyncReport()
+        changes = self._pair_folder_moves(changes)
         with self.index.batch() as b:
+            files: dict[str, None] = {}
             for change in changes:
+                if change.kind in ("created", "changed"):
+                    # Syncing a file makes its row agree with the disk whenever it runs:
+                    # these wait for the next rename (which moves rows) or the end.
+                    files[self.vault.rel(change.path)] = None
+                    continue
+                if change.kind == "renamed" and files:
+                    self._sync_files(b, list(files), report)
+                    files.clear()
                 self._apply_one(b, change, report)
+            self._sync_files(b, list(files), report)
         report.generation = self.index.status().generation
         report.elapsed_s = time.perf_counter() - t0
         return report
+
+    def _pair_folder_moves(self, changes: Sequence[Change]) -> Sequence[Change]:
+        """A folder moved on disk reaches a watcher as "deleted old" and "created new": such a
+        pair becomes one rename (rows move, then the new folder is reconciled), placed first.
+
+        A pair is a deleted path that is gone from disk but holds indexed notes and a created
+        folder that holds none yet, where files named as the indexed ones exist; each
+        deleted folder pairs with the created folder holding most of a sample of its notes.
+        Wrongly paired folders would still end right (the reconcile of the new folder removes
+        and parses what differs), only slower. Batches with explicit renames are left alone.
+        """
+        kinds = {c.kind for c in changes}
+        if "deleted" not in kinds or "created" not in kinds or "renamed" in kinds:
+            return changes
+        vault = self.vault
+        gone: list[tuple[str, list[str]]] = []
+        for c in changes:
+            if c.kind != "deleted":
+                continue
+            rel = vault.rel(c.path)
+            if rel and not os.path.lexists(vault.abs(rel)):
+                sample = self.index.sample_folder(rel, 16)
+                if sample:
+                    gone.append((rel, [p[len(rel) + 1 :] for p in sample]))
+        if not gone:
+            return changes
+        moves: list[Change] = []
+        for c in changes:
+            if c.kind != "created" or not gone:
+                continue
+            rel = vault.rel(c.path)
+            target = vault.abs(rel)
+            if not rel or not target.is_dir() or self.index.has_folder(rel):
+                continue
+            scores = [sum(os.path.lexists(target / name) for name in names) for _, names in gone]
+            best = max(range(len(gone)), key=scores.__getitem__)
+            if scores[best]:
+                moves.append(Change("renamed", gone.pop(best)[0], rel))
+        return [*moves, *changes] if moves else changes
 
     def _apply_one(self, b: Batch, change: Change, report: SyncReport) -> None:
         vault = self.vault
@@ -427,20 +518,52 @@ class Syncer:
         _, _, got = read_rows(os.fspath(self.vault.root), rel, self.config, known)
         self._write(b, [(rel, fresh is None, got)], report)
 
+    def _sync_files(self, b: Batch, rels: list[str], report: SyncReport) -> None:
+        """``_sync_file`` for many files at once; a folder among them is reconciled."""
+        if not rels:
+            return
+        vault = self.vault
+        stats: list[FileStat] = []
+        for rel in rels:
+            if os.path.isdir(vault.abs(rel)):
+                self._sync_folder(b, rel, report)
+                continue
+            st = vault.stat(rel)
+            if st is None:
+                report.removed += b.delete(rel)
+            else:
+                stats.append(st)
+        stored = self.index.fresh_many([st.path for st in stats])
+        root = os.fspath(vault.root)
+        results: list[Result] = []
+        for st in stats:
+            fresh = stored.get(st.path)
+            if fresh is not None and (fresh.mtime_ns, fresh.size) == (st.mtime_ns, st.size):
+                report.unchanged += 1
+                continue
+            known = None if fresh is None else fresh.hash
+            results.append(read_rows(root, st.path, self.config, known))
+        self._write(b, results, report)
+
     def _sync_folder(self, b: Batch, folder: str, report: SyncReport) -> None:
         """Reconcile one folder inside the current transaction (stat-only for unchanged)."""
         stored = self.index.stats(folder)
         seen: set[str] = set()
+        changed: list[str] = []
+        new: list[str] = []
         for f in self.vault.walk(folder):
             seen.add(f.path)
             had = stored.get(f.path)
             if had == (f.mtime_ns, f.size):
                 report.unchanged += 1
-                continue
-            known = self.index.hashes([f.path]).get(f.path) if had else None
-            self._write(
-                b, [read_rows(os.fspath(self.vault.root), f.path, self.config, known)], report
-            )
+            elif had is None:
+                new.append(f.path)
+            else:
+                changed.append(f.path)
+        hashes = self.index.hashes(changed)
+        root = os.fspath(self.vault.root)
+        todo = sorted([(p, None) for p in new] + [(p, hashes.get(p)) for p in changed])
+        self._write(b, [read_rows(root, p, self.config, known) for p, known in todo], report)
         for p in stored:
             if p not in seen:
                 report.removed += b.delete(p)

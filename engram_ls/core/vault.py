@@ -152,6 +152,9 @@ class Vault:
         raw = os.fspath(path)
         if "\x00" in raw:
             raise OutsideVault("path contains a NUL byte", data={"path": raw})
+        fast = _plain_rel(raw, self._root_s)
+        if fast is not None:
+            return fast
         p = Path(raw)
         if p.is_absolute():
             try:
@@ -310,16 +313,33 @@ class Vault:
         """Stat one note; None when it is missing, not a regular file, or not a note."""
         if not self.filter.is_note(rel_path):
             return None
-        p = self.abs(rel_path)
+        p = f"{self._root_s}/{rel_path}" if rel_path else self._root_s
         try:
-            if p.is_symlink() and not self.contains(rel_path):
-                return None
-            st = os.stat(p)
+            st = os.lstat(p)
+            if stat_mod.S_ISLNK(st.st_mode):
+                if not self.contains(rel_path):
+                    return None
+                st = os.stat(p)
         except OSError:
             return None
         if not stat_mod.S_ISREG(st.st_mode):
             return None
         return FileStat(rel_path, st.st_mtime_ns, st.st_size)
+
+
+def _plain_rel(raw: str, root: str) -> str | None:
+    """``raw`` as a vault-relative path when it already is one in normal form (or is such a
+    path under ``root``), without building Path objects; None when it needs the full rules."""
+    if os.sep != "/" or os.altsep:
+        return None
+    if raw.startswith("/"):
+        if not raw.startswith(root + "/"):
+            return None
+        raw = raw[len(root) + 1 :]
+    parts = raw.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        return None
+    return raw
 
 
 def read_regular(path: str | os.PathLike[str], limit: int = -1) -> bytes:

@@ -128,9 +128,13 @@ class EngramLanguageServer(LanguageServer):
 
     # -- helpers for features --------------------------------------------------------------
 
-    def vault_for_uri(self, uri: str) -> tuple[Vault, str] | None:
+    def vault_for_uri(
+        self, uri: str, resolved: dict[Path, Path] | None = None
+    ) -> tuple[Vault, str] | None:
+        """The vault of a ``file://`` URI and the path in it; ``resolved`` as in
+        ``Vaults.for_path`` (for a batch of URIs)."""
         path = convert.uri_to_path(uri)
-        return self.vaults.for_path(path) if path is not None else None
+        return self.vaults.for_path(path, resolved) if path is not None else None
 
     def supports(self, *names: str) -> bool:
         """Whether the client declared a nested capability, e.g. ``supports("window",

@@ -25,6 +25,9 @@ Runner = Callable[..., Awaitable[Any]]
 
 DEBOUNCE_S = 0.05
 """Quiet time before a batch of watcher or file-operation events is applied."""
+BATCH_NOW = 100
+"""Queued changes applied without the debounce: a batch this large (one client notification,
+one watcher batch) is worth applying at once; waiting would only add its latency."""
 RETRY_S = (0.5, 30.0)
 """First and longest wait before a failed update is tried again (doubling in between)."""
 
@@ -68,7 +71,7 @@ class Vault:
                 # Changes during the first build wait for it: it opens (or replaces) the index.
                 await asyncio.wait([self.build])
             while self._pending:
-                if debounce:
+                if debounce and len(self._pending) < BATCH_NOW:
                     await asyncio.sleep(debounce)
                 batch, self._pending = self._pending, []
                 try:
@@ -164,9 +167,22 @@ class Vaults:
         if vault is not None:
             vault.stop()
 
-    def for_path(self, path: Path) -> tuple[Vault, str] | None:
-        """The deepest vault containing ``path`` and the vault-relative path."""
-        path = path.parent.resolve() / path.name if path.name else path.resolve()
+    def for_path(
+        self, path: Path, resolved: dict[Path, Path] | None = None
+    ) -> tuple[Vault, str] | None:
+        """The deepest vault containing ``path`` and the vault-relative path.
+
+        ``resolved`` remembers resolved parent folders across calls (for a batch of paths,
+        mostly in a few folders); pass a new dict per batch."""
+        if not path.name:
+            path = path.resolve()
+        elif resolved is None:
+            path = path.parent.resolve() / path.name
+        else:
+            parent = resolved.get(path.parent)
+            if parent is None:
+                parent = resolved[path.parent] = path.parent.resolve()
+            path = parent / path.name
         best: Vault | None = None
         for root, vault in self._by_root.items():
             if (path == root or path.is_relative_to(root)) and (

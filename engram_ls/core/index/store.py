@@ -248,6 +248,28 @@ class Index:
             out.update(conn.execute(f"SELECT path, hash FROM notes WHERE path IN ({marks})", part))
         return out
 
+    def fresh_many(self, paths: list[str]) -> dict[str, Fresh]:
+        """``get_fresh`` of many paths (those that have a row), a few queries in all."""
+        out: dict[str, Fresh] = {}
+        conn = self.conn()
+        for i in range(0, len(paths), 500):
+            part = paths[i : i + 500]
+            marks = ",".join("?" * len(part))
+            for path, *row in conn.execute(
+                f"SELECT path, id, mtime_ns, size, hash FROM notes WHERE path IN ({marks})", part
+            ):
+                out[path] = Fresh(*row)
+        return out
+
+    def sample_folder(self, folder: str, limit: int) -> list[str]:
+        """Up to ``limit`` paths of notes under ``folder/`` (any, in path order)."""
+        lo, hi = folder_range(folder)
+        rows = self.conn().execute(
+            "SELECT path FROM notes WHERE path >= ? AND path < ? ORDER BY path LIMIT ?",
+            (lo, hi, limit),
+        )
+        return [str(r[0]) for r in rows]
+
     def get_fresh(self, path: str) -> Fresh | None:
         row = (
             self.conn()
@@ -678,6 +700,11 @@ class Batch:
         if self._refresh_all_topics:
             where, params = "", ()
         elif self._touched_topics:
+            if self._building():
+                # Counted once, exactly, by the transaction that ends the build (it refreshes
+                # every topic); recounting here would read every row of a growing table at
+                # each commit of a cold build, and nothing serves topics while it builds.
+                return
             c.execute("CREATE TEMP TABLE IF NOT EXISTS touched (id INTEGER PRIMARY KEY)")
             c.execute("DELETE FROM temp.touched")
             c.executemany(
@@ -694,6 +721,13 @@ class Batch:
             params,
         )
         c.execute("DELETE FROM topics WHERE notes = 0")
+
+    def _building(self) -> bool:
+        """Whether the index stays in the ``building`` state after this transaction."""
+        if self._state is not None:
+            return self._state == "building"
+        row = self.conn.execute("SELECT value FROM meta WHERE key = 'state'").fetchone()
+        return row is not None and row[0] == "building"
 
     # meta -------------------------------------------------------------------------------
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Iterable
+from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
@@ -45,10 +47,11 @@ async def _submit(
 ) -> None:
     """Route (kind, uri, new_uri) events to their vaults' queues."""
     await ls.ready()
+    resolved: dict[Path, Path] = {}  # each folder is resolved once per notification
     for kind, uri, new_uri in items:
-        found = ls.vault_for_uri(uri)
+        found = ls.vault_for_uri(uri, resolved)
         if kind == "renamed" and new_uri is not None:
-            target = ls.vault_for_uri(new_uri)
+            target = ls.vault_for_uri(new_uri, resolved)
             if found is not None and target is not None and target[0] is found[0]:
                 found[0].submit(
                     [Change("renamed", found[1], target[1])],
@@ -114,7 +117,8 @@ def _watch_ourselves(ls: EngramLanguageServer) -> None:
     loop = asyncio.get_running_loop()
 
     def forward(vault: Vault) -> Callable[[list[Change]], object]:
-        return lambda changes: loop.call_soon_threadsafe(vault.submit, changes)
+        # The watcher has debounced its batch already: apply it without a second wait.
+        return lambda changes: loop.call_soon_threadsafe(partial(vault.submit, changes, debounce=0))
 
     for vault in ls.vaults:
         watcher = VaultWatcher(vault.engram, on_changes=forward(vault))

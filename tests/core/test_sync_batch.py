@@ -1,0 +1,263 @@
+"""Change batches as watchers deliver them: many files at once, and folders moved on disk
+(reported as "deleted old" + "created new"), against real files and SQLite. After every batch
+the index must equal a fresh build of the vault."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from engram_ls.core.service import Engram
+from engram_ls.core.sync import Change
+from tests.reliability.oracle import assert_index_matches_vault
+
+
+def write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def note(i: int, word: str, tag: str = "batchtag") -> str:
+    return (
+        f"---\ntitle: Batch {i}\ntags: [{tag}, t{i % 7}]\ndate: 2024-03-{1 + i % 28:02d}\n---\n"
+        f"# Batch {i}\n\nSome {word} text and a [[link-{i % 5}]].\n\n## Part {i}\n"
+    )
+
+
+def ids(index: Path, under: str) -> dict[str, int]:
+    """Row id of every note under a folder, by its path relative to the folder."""
+    conn = sqlite3.connect(index)
+    try:
+        rows = conn.execute(
+            "SELECT path, id FROM notes WHERE path >= ? AND path < ?", (under + "/", under + "0")
+        ).fetchall()
+    finally:
+        conn.close()
+    return {path[len(under) + 1 :]: note_id for path, note_id in rows}
+
+
+def test_many_files_in_one_batch_equal_a_fresh_build(
+    vault_copy: Callable[[str], Path], tmp_path: Path
+) -> None:
+    root = vault_copy("tags")
+    index = root / ".engram" / "index.sqlite"
+    with Engram(root) as engram:
+        engram.sync()
+        files = [root / "batch" / f"n{i:03d}.md" for i in range(300)]
+        for i, f in enumerate(files):
+            write(f, note(i, "alpha"))
+        changes = [Change("created", str(f)) for f in files]
+        changes += [Change("changed", "batch/n000.md")]  # reported twice: synced once
+        changes += [Change("created", "batch/notes.txt"), Change("created", "gone.md")]
+        r = engram.apply_changes(changes)
+        assert (r.parsed, r.unchanged) == (300, 0)
+        assert engram.search({"tags": ["batchtag"]}).total == 300
+        assert_index_matches_vault(index, root, tmp_path)
+
+        # Changed content, a touched file (same bytes, new mtime), a deleted one reported as
+        # changed, a folder reported as created, and the vault root reported as changed.
+        for i, f in enumerate(files[:100]):
+            write(f, note(i, "beta", tag="othertag"))
+        os.utime(files[100], ns=(1, 1))
+        files[101].unlink()
+        write(root / "more" / "deep" / "x.md", note(999, "gamma"))
+        r = engram.apply_changes(
+            [Change("changed", str(f)) for f in files[:102]]
+            + [Change("created", "more"), Change("changed", str(root))]
+        )
+        assert (r.parsed, r.touched, r.removed) == (101, 1, 1)
+        assert engram.search({"tags": ["othertag"]}).total == 100
+        assert engram.search({"query": "gamma"}).total == 1
+        assert_index_matches_vault(index, root, tmp_path)
+
+
+def test_folder_moved_on_disk_is_rekeyed_without_parsing(
+    generated: Callable[..., Path], tmp_path: Path
+) -> None:
+    root = generated(600)
+    index = root / ".engram" / "index.sqlite"
+    src = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))[0]
+    count = len(list(src.rglob("*.md")))
+    assert count > 50
+    with Engram(root) as engram:
+        engram.sync()
+        before = ids(index, src.name)
+        assert len(before) == count
+        dest = root / "moved" / src.name
+        dest.parent.mkdir()
+        os.rename(src, dest)
+        # What a watcher reports: the old folder deleted, the new ones created (any order).
+        r = engram.apply_changes(
+            [
+                Change("created", str(dest.parent)),
+                Change("created", str(dest)),
+                Change("deleted", str(src)),
+            ]
+        )
+        assert (r.parsed, r.moved, r.removed) == (0, count, 0)
+        assert ids(index, f"moved/{src.name}") == before  # the same rows, re-keyed
+        assert engram.search({"path": src.name}).total == 0
+        assert_index_matches_vault(index, root, tmp_path)
+
+
+def test_nested_folder_moves_and_edits_in_the_same_batch(
+    generated: Callable[..., Path], tmp_path: Path
+) -> None:
+    root = generated(600)
+    index = root / ".engram" / "index.sqlite"
+    area = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))[0]
+    y1, y2, y3 = sorted(p for p in area.iterdir() if p.is_dir())[:3]
+    with Engram(root) as engram:
+        engram.sync()
+        y1_ids, y2_ids = ids(index, f"{area.name}/{y1.name}"), ids(index, f"{area.name}/{y2.name}")
+        # Two folders move in one batch, one deeper under a new folder; in the moved folder
+        # one note is edited and one removed before the batch is applied.
+        (area / "archive").mkdir()
+        os.rename(y1, area / "archive" / "old")
+        os.rename(y2, area / "renamed")
+        moved = area / "archive" / "old"
+        edited, removed = sorted(moved.glob("*.md"))[:2]
+        write(edited, note(1, "edited"))
+        removed.unlink()
+        r = engram.apply_changes(
+            [
+                Change("created", str(area / "archive")),
+                Change("created", str(moved)),
+                Change("created", str(area / "renamed")),
+                Change("deleted", str(y1)),
+                Change("deleted", str(y2)),
+                Change("changed", str(edited)),
+                Change("deleted", str(removed)),
+            ]
+        )
+        assert (r.parsed, r.removed, r.moved) == (1, 1, len(y1_ids) + len(y2_ids))
+        del y1_ids[removed.name]
+        assert ids(index, f"{area.name}/archive/old") == y1_ids
+        assert ids(index, f"{area.name}/renamed") == y2_ids
+        assert_index_matches_vault(index, root, tmp_path)
+
+        # A folder moved into another that is renamed in the same batch: the watcher sees
+        # only the outer folder's new name; the result is still exact.
+        os.rename(y3, area / "renamed" / "inner")
+        os.rename(area / "renamed", area / "renamed-again")
+        engram.apply_changes(
+            [
+                Change("created", str(area / "renamed" / "inner")),
+                Change("deleted", str(y3)),
+                Change("deleted", str(area / "renamed")),
+                Change("created", str(area / "renamed-again")),
+            ]
+        )
+        assert engram.search({"path": f"{area.name}/renamed"}).total == 0
+        assert_index_matches_vault(index, root, tmp_path)
+
+
+def test_folders_moved_out_of_and_into_the_vault(
+    generated: Callable[..., Path], tmp_path: Path
+) -> None:
+    root = generated(300)
+    index = root / ".engram" / "index.sqlite"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    src = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))[0]
+    count = len(list(src.rglob("*.md")))
+    with Engram(root) as engram:
+        engram.sync()
+        shutil.move(src, outside / src.name)
+        r = engram.apply_changes([Change("deleted", str(src))])
+        assert r.removed == count
+        assert_index_matches_vault(index, root, tmp_path)
+
+        shutil.move(outside / src.name, root / "back")
+        r = engram.apply_changes([Change("created", str(root / "back"))])
+        assert r.parsed == count
+        assert_index_matches_vault(index, root, tmp_path)
+
+        # A folder deleted and an unrelated new one created in one batch: no files in
+        # common, so nothing is paired; the new one is parsed, the old rows removed.
+        shutil.rmtree(root / "back")
+        for i in range(5):
+            write(root / "fresh" / f"f{i}.md", note(i, "fresh"))
+        r = engram.apply_changes(
+            [Change("deleted", str(root / "back")), Change("created", str(root / "fresh"))]
+        )
+        assert (r.parsed, r.moved, r.removed) == (5, 0, count)
+        assert_index_matches_vault(index, root, tmp_path)
+
+
+def test_topics_counted_once_when_a_build_of_many_commits_ends(
+    generated: Callable[..., Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While an index is building its topics are not recounted at each commit; the
+    transaction that ends the build counts them all, so the result equals a one-commit build."""
+    import engram_ls.core.sync as sync_mod
+
+    root = generated(600)
+    index = tmp_path / "many-commits.sqlite"
+    monkeypatch.setattr(sync_mod, "CHUNK", 50)
+    monkeypatch.setattr(sync_mod, "COMMIT_SECONDS", 0.0)  # a commit after every chunk
+    seen: list[tuple[str, int]] = []
+    with Engram(root, index_path=index) as engram:
+
+        def progress(done: int, total: int) -> None:
+            conn = sqlite3.connect(index)
+            try:
+                state = conn.execute("SELECT value FROM meta WHERE key = 'state'").fetchone()
+                seen.append((str(state[0]), done))
+            finally:
+                conn.close()
+
+        engram.sync(workers=0, progress=progress)
+    assert len(seen) == 12 and all(state == "building" for state, _ in seen)
+    conn = sqlite3.connect(index)
+    try:
+        stored = sorted(conn.execute("SELECT key, notes FROM topics"))
+        counted = sorted(
+            conn.execute(
+                "SELECT t.key, count(*) FROM note_topics nt JOIN topics t ON t.id = nt.topic_id"
+                " GROUP BY t.id"
+            )
+        )
+    finally:
+        conn.close()
+    assert stored == counted and all(n > 0 for _, n in stored)
+    assert_index_matches_vault(index, root, tmp_path)
+
+
+def test_parse_workers_start_before_the_walk_in_a_threaded_process(
+    generated: Callable[..., Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As in the language server (other threads running, so workers are spawned): a coming
+    build starts its parse process ahead of the walk, a warm index starts none, and none is
+    left after the sync."""
+    import multiprocessing
+    import threading
+
+    import engram_ls.core.sync as sync_mod
+
+    root = generated(400)
+    monkeypatch.setattr(sync_mod, "PARALLEL_MIN", 300)
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait, daemon=True)
+    other.start()
+    try:
+        with Engram(root, index_path=tmp_path / "early.sqlite") as engram:
+            engram.syncer.start_workers(workers=1)
+            assert len(multiprocessing.active_children()) == 1
+            engram.syncer.stop_workers()
+            assert multiprocessing.active_children() == []
+
+            report = engram.sync(workers=1)
+            assert report.parsed == 400
+            assert multiprocessing.active_children() == []
+            assert_index_matches_vault(tmp_path / "early.sqlite", root, tmp_path)
+
+            engram.syncer.start_workers(workers=1)  # built: nothing to start
+            assert multiprocessing.active_children() == []
+    finally:
+        stop.set()
