@@ -166,7 +166,9 @@ def key_rows(data: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     vs = data["lsp"]["vscode"]
     rows = [(f"engram/search {k}", v) for k, v in vs["engram/search"].items()]
     rows += [(f"workspace/symbol `{k}`", v) for k, v in vs["workspace/symbol"].items()]
-    rows += [("completion `tags: [py`", vs["completion"]), ("save → visible", vs["save->visible"])]
+    rows += [("completion `tags: [py`", vs["completion"])]
+    rows += [(f"link completion `{k}`", v) for k, v in vs.get("link completion", {}).items()]
+    rows += [("save → visible", vs["save->visible"])]
     rows += [(f"MCP search_notes {k}", v) for k, v in data["mcp"]["search_notes"].items()]
     return rows
 
@@ -213,12 +215,12 @@ def markdown(results: dict[str, Any]) -> str:
     ordered = sorted(results.items(), key=lambda kv: kv[1]["notes"])
     head = "| what | " + " | ".join(f"{name} p50 / p95 / p99" for name, _ in ordered) + " |"
     lines = [head, "|---|" + "---:|" * len(ordered)]
-    names = [name for name, _ in key_rows(ordered[0][1])]
-    for i, name in enumerate(names):
+    by_size = [dict(key_rows(data)) for _, data in ordered]
+    for name in by_size[0]:
         cells = []
-        for _, data in ordered:
-            row = key_rows(data)[i][1]
-            cells.append(f"{row['p50_ms']} / {row['p95_ms']} / {row['p99_ms']}")
+        for rows in by_size:
+            row = rows.get(name)
+            cells.append(f"{row['p50_ms']} / {row['p95_ms']} / {row['p99_ms']}" if row else "—")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     lines += [
         "",
