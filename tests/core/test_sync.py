@@ -222,7 +222,8 @@ def test_killed_build_resumes_to_identical_index(
 ) -> None:
     root = generated(12000)
     idx = tmp_path / "killed.sqlite"
-    env = {**os.environ, "ENGRAM_INDEX": str(idx)}
+    # Commits every second, so that a 12,000-note build has committed some before it ends.
+    env = {**os.environ, "ENGRAM_INDEX": str(idx), "ENGRAM_COMMIT_SECONDS": "1"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "engram_ls", "index", str(root)],
         env=env,
@@ -270,3 +271,16 @@ def test_parallel_build_equals_serial(generated: Callable[..., Path], tmp_path: 
     with Engram(root, index_path=b) as engram:
         engram.sync(workers=1)
     assert dump(a) == dump(b)
+
+
+@pytest.mark.parametrize(
+    ("raw", "want"),
+    [("", 3.0), ("1", 1.0), ("0.25", 0.25), ("0", 0.0), ("-1", 3.0), ("nan", 3.0), ("x", 3.0)],
+)
+def test_commit_interval_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch, raw: str, want: float
+) -> None:
+    from engram_ls.core.sync import commit_seconds
+
+    monkeypatch.setenv("ENGRAM_COMMIT_SECONDS", raw)
+    assert commit_seconds() == want
