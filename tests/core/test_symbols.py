@@ -287,15 +287,30 @@ def check(conn: sqlite3.Connection, search: SymbolSearch, query: str, limit: int
         assert match_tier(h.name, sym.normalize(query)) == h.tier
 
 
+def set_windows(
+    monkeypatch: pytest.MonkeyPatch, probe: int, small: int, extend: int, fts: int, split: int
+) -> None:
+    """Scale the symbol search's thresholds down (the loose horizon off)."""
+    for name, value in (
+        ("PROBE_NOTES", probe),
+        ("SMALL_VAULT", small),
+        ("EXTEND_NOTES", extend),
+        ("LOOSE_HORIZON", 10**6),
+        ("FTS_MAX_NOTES", fts),
+        ("SPLIT_MIN_NOTES", split),
+    ):
+        monkeypatch.setattr(sym, name, value)
+
+
+def tiny_windows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Windows of a few notes, so that the example vault takes every path."""
+    set_windows(monkeypatch, probe=2, small=3, extend=6, fts=3, split=1)
+
+
 @pytest.fixture
 def small_windows(monkeypatch: pytest.MonkeyPatch) -> None:
     """Scale the thresholds down so that a few hundred notes take every path."""
-    monkeypatch.setattr(sym, "PROBE_NOTES", 25)
-    monkeypatch.setattr(sym, "SMALL_VAULT", 50)
-    monkeypatch.setattr(sym, "EXTEND_NOTES", 60)
-    monkeypatch.setattr(sym, "LOOSE_HORIZON", 10**6)
-    monkeypatch.setattr(sym, "FTS_MAX_NOTES", 40)
-    monkeypatch.setattr(sym, "SPLIT_MIN_NOTES", 10)
+    set_windows(monkeypatch, probe=25, small=50, extend=60, fts=40, split=10)
 
 
 QUERIES = [
@@ -350,12 +365,7 @@ def test_tiny_windows_on_the_example_vault(
 ) -> None:
     """Undated notes, non-ASCII names, days shared by several notes: with windows of a few
     notes, every strategy still ranks exactly like brute force."""
-    monkeypatch.setattr(sym, "PROBE_NOTES", 2)
-    monkeypatch.setattr(sym, "SMALL_VAULT", 3)
-    monkeypatch.setattr(sym, "EXTEND_NOTES", 6)
-    monkeypatch.setattr(sym, "LOOSE_HORIZON", 10**6)
-    monkeypatch.setattr(sym, "FTS_MAX_NOTES", 3)
-    monkeypatch.setattr(sym, "SPLIT_MIN_NOTES", 1)
+    tiny_windows(monkeypatch)
     with Engram(vault_copy("example")) as engram:
         engram.sync()
         conn = engram.index.conn()
@@ -515,12 +525,7 @@ def test_non_ascii_and_folded_queries_through_the_window(
     """Non-ASCII names read through the names table (tiny windows: every path) rank exactly
     like brute force, in any case; with a tiny horizon, the loose matches are exactly those
     of the newest notes."""
-    monkeypatch.setattr(sym, "PROBE_NOTES", 2)
-    monkeypatch.setattr(sym, "SMALL_VAULT", 3)
-    monkeypatch.setattr(sym, "EXTEND_NOTES", 6)
-    monkeypatch.setattr(sym, "LOOSE_HORIZON", 10**6)
-    monkeypatch.setattr(sym, "FTS_MAX_NOTES", 3)
-    monkeypatch.setattr(sym, "SPLIT_MIN_NOTES", 1)
+    tiny_windows(monkeypatch)
     root = vault_copy("example")
     extra = {
         "a1.md": "---\ncreated: 2026-03-01\n---\n# Über Ärger\n\n## Ωμέγα plan\n",

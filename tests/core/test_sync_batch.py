@@ -14,7 +14,7 @@ import pytest
 
 from engram_ls.core.service import Engram
 from engram_ls.core.sync import Change
-from tests.reliability.oracle import assert_index_matches_vault
+from tests.reliability.oracle import assert_index_matches_vault, note_ids
 
 
 def write(path: Path, text: str) -> None:
@@ -27,18 +27,6 @@ def note(i: int, word: str, tag: str = "batchtag") -> str:
         f"---\ntitle: Batch {i}\ntags: [{tag}, t{i % 7}]\ndate: 2024-03-{1 + i % 28:02d}\n---\n"
         f"# Batch {i}\n\nSome {word} text and a [[link-{i % 5}]].\n\n## Part {i}\n"
     )
-
-
-def ids(index: Path, under: str) -> dict[str, int]:
-    """Row id of every note under a folder, by its path relative to the folder."""
-    conn = sqlite3.connect(index)
-    try:
-        rows = conn.execute(
-            "SELECT path, id FROM notes WHERE path >= ? AND path < ?", (under + "/", under + "0")
-        ).fetchall()
-    finally:
-        conn.close()
-    return {path[len(under) + 1 :]: note_id for path, note_id in rows}
 
 
 def test_many_files_in_one_batch_equal_a_fresh_build(
@@ -86,7 +74,7 @@ def test_folder_moved_on_disk_is_rekeyed_without_parsing(
     assert count > 50
     with Engram(root) as engram:
         engram.sync()
-        before = ids(index, src.name)
+        before = note_ids(index, src.name)
         assert len(before) == count
         dest = root / "moved" / src.name
         dest.parent.mkdir()
@@ -100,7 +88,7 @@ def test_folder_moved_on_disk_is_rekeyed_without_parsing(
             ]
         )
         assert (r.parsed, r.moved, r.removed) == (0, count, 0)
-        assert ids(index, f"moved/{src.name}") == before  # the same rows, re-keyed
+        assert note_ids(index, f"moved/{src.name}") == before  # the same rows, re-keyed
         assert engram.search({"path": src.name}).total == 0
         assert_index_matches_vault(index, root, tmp_path)
 
@@ -114,7 +102,10 @@ def test_nested_folder_moves_and_edits_in_the_same_batch(
     y1, y2, y3 = sorted(p for p in area.iterdir() if p.is_dir())[:3]
     with Engram(root) as engram:
         engram.sync()
-        y1_ids, y2_ids = ids(index, f"{area.name}/{y1.name}"), ids(index, f"{area.name}/{y2.name}")
+        y1_ids, y2_ids = (
+            note_ids(index, f"{area.name}/{y1.name}"),
+            note_ids(index, f"{area.name}/{y2.name}"),
+        )
         # Two folders move in one batch, one deeper under a new folder; in the moved folder
         # one note is edited and one removed before the batch is applied.
         (area / "archive").mkdir()
@@ -137,8 +128,8 @@ def test_nested_folder_moves_and_edits_in_the_same_batch(
         )
         assert (r.parsed, r.removed, r.moved) == (1, 1, len(y1_ids) + len(y2_ids))
         del y1_ids[removed.name]
-        assert ids(index, f"{area.name}/archive/old") == y1_ids
-        assert ids(index, f"{area.name}/renamed") == y2_ids
+        assert note_ids(index, f"{area.name}/archive/old") == y1_ids
+        assert note_ids(index, f"{area.name}/renamed") == y2_ids
         assert_index_matches_vault(index, root, tmp_path)
 
         # A folder moved into another that is renamed in the same batch: the watcher sees

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,18 +14,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from tests.lsp.conftest import search, start, wait_ready
-from tests.reliability.oracle import assert_index_matches_vault
-
-
-def ids(index: Path, under: str) -> dict[str, int]:
-    conn = sqlite3.connect(index)
-    try:
-        rows = conn.execute(
-            "SELECT path, id FROM notes WHERE path >= ? AND path < ?", (under + "/", under + "0")
-        ).fetchall()
-    finally:
-        conn.close()
-    return {path[len(under) + 1 :]: note_id for path, note_id in rows}
+from tests.reliability.oracle import assert_index_matches_vault, note_ids
 
 
 async def until_total(client: LanguageClient, expected: int, **params: object) -> None:
@@ -62,7 +50,7 @@ async def test_folder_moved_on_disk_is_rekeyed(
     area = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))[0]
     src = sorted(p for p in area.iterdir() if p.is_dir())[0]
     old = f"{area.name}/{src.name}"
-    before = ids(index, old)
+    before = note_ids(index, old)
     assert before
     await asyncio.sleep(0.3)  # the server's watcher is running
     dest = root / "archive" / "moved"
@@ -74,7 +62,7 @@ async def test_folder_moved_on_disk_is_rekeyed(
     report(client, preset, [(src, "deleted"), (dest.parent, "created"), (dest, "created")])
     await until_total(client, len(before), path="archive/moved")
     await until_total(client, 0, path=old)
-    assert ids(index, "archive/moved") == before  # the same rows: moved, not re-parsed
+    assert note_ids(index, "archive/moved") == before  # the same rows: moved, not re-parsed
     assert_index_matches_vault(index, root, tmp_path)
 
     # Moved out of the vault, then back in under another name.

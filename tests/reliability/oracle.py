@@ -129,3 +129,15 @@ def assert_files_unchanged(root: Path, before: dict[str, bytes]) -> None:
     assert sorted(after) == sorted(before)
     changed = [p for p in before if after[p] != before[p]]
     assert not changed, f"files changed without a write being asked for: {changed[:5]}"
+
+
+def note_ids(index: Path, under: str) -> dict[str, int]:
+    """Row id of every note under a folder, by its path relative to the folder."""
+    conn = sqlite3.connect(index)
+    try:
+        rows = conn.execute(
+            "SELECT path, id FROM notes WHERE path >= ? AND path < ?", (under + "/", under + "0")
+        ).fetchall()
+    finally:
+        conn.close()
+    return {path[len(under) + 1 :]: note_id for path, note_id in rows}
