@@ -24,17 +24,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import benchlib as b
-import generate_vault as g
+
+MCP_QUERIES = ("tag+date", "text rare", "text common", "text+tag+date")
 
 
 def mcp_queries() -> dict[str, dict[str, Any]]:
-    topic, word, rare = g.COMMON_TOPICS[0], g.COMMON_WORDS[0], g.RARE_WORDS[0]
-    return {
-        "tag+date": {"tags": [topic], "date_from": "2021-01-01", "date_to": "2021-12-31"},
-        "text rare": {"query": rare},
-        "text common": {"query": word},
-        "text+tag+date": {"query": word, "tags": [topic], "date_from": "2021-01-01"},
-    }
+    """The same requests as the language server benchmark's rows of these names (MCP's
+    default page is 20 hits where engram/search's is 50)."""
+    mix = {name: params for name, params, _ in b.query_mix()}
+    return {name: mix[name] for name in MCP_QUERIES}
 
 
 async def run(vault: Path, index: Path, runs: int) -> dict[str, Any]:
