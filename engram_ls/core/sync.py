@@ -29,7 +29,7 @@ from typing import Literal, NamedTuple
 
 from engram_ls.core.config import EngramConfig
 from engram_ls.core.index import db
-from engram_ls.core.index.store import Batch, Index, NoteRows, State, note_rows
+from engram_ls.core.index.store import Batch, Index, IndexStatus, NoteRows, State, note_rows
 from engram_ls.core.model import Note
 from engram_ls.core.parse import parse_note
 from engram_ls.core.vault import FileStat, Vault
@@ -197,6 +197,11 @@ def _start_method() -> str:
     return "fork" if threading.active_count() == 1 else "spawn"
 
 
+def _cold(status: IndexStatus) -> bool:
+    """An index that holds no finished build: reconciling it is a (resumed) build."""
+    return status.state in ("empty", "building", "failed") or status.notes == 0
+
+
 def _started() -> None:
     """The first task of an early pool: it only makes the pool start its processes."""
 
@@ -228,9 +233,7 @@ class Syncer:
         n_workers = workers if workers is not None else default_workers()
         if self._early is not None or n_workers <= 0 or _start_method() == "fork":
             return
-        status = self.index.status()
-        cold = status.state in ("empty", "building", "failed") or status.notes == 0
-        if not (full or cold or self.needs_full_rebuild()):
+        if not (full or _cold(self.index.status()) or self.needs_full_rebuild()):
             return
         if sum(1 for _ in itertools.islice(self.vault.walk(), PARALLEL_MIN)) < PARALLEL_MIN:
             return
@@ -276,7 +279,7 @@ class Syncer:
                 b.set_state("building")
                 b.set_meta("fingerprint", self.fingerprint)
             status = self.index.status()
-        cold = status.state in ("empty", "building", "failed") or status.notes == 0
+        cold = _cold(status)
         report.resumed = status.state == "building" and status.notes > 0 and not report.full
 
         new, changed_paths, gone = self._diff(report)
@@ -497,43 +500,26 @@ class Syncer:
                 had_row = b.move(path, new)
                 report.moved += had_row
                 # The title or date may come from the file name: re-read the one file.
-                self._sync_file(b, new, report, force=True)
+                self._sync_files(b, [new], report, force=True)
             return
         if change.kind == "deleted":
             target = vault.abs(path)
             if target.is_file():  # it came back (editors save by delete + create)
-                self._sync_file(b, path, report)
+                self._sync_files(b, [path], report)
             elif target.is_dir():
                 self._sync_folder(b, path, report)
             else:
                 report.removed += b.delete(path)
                 report.removed += b.delete_folder(path) if path else 0
             return
-        # created / changed
-        if vault.abs(path).is_dir():
-            self._sync_folder(b, path, report)
-        else:
-            self._sync_file(b, path, report)
+        raise ValueError(f"created and changed files go through _sync_files, not {change}")
 
-    def _sync_file(self, b: Batch, rel: str, report: SyncReport, *, force: bool = False) -> None:
-        st = self.vault.stat(rel)
-        if st is None:
-            report.removed += b.delete(rel)
-            return
-        fresh = self.index.get_fresh(rel)
-        if (
-            fresh is not None
-            and not force
-            and (fresh.mtime_ns, fresh.size) == (st.mtime_ns, st.size)
-        ):
-            report.unchanged += 1
-            return
-        known = None if force or fresh is None else fresh.hash
-        _, _, got = read_rows(os.fspath(self.vault.root), rel, self.config, known)
-        self._write(b, [(rel, fresh is None, got)], report)
-
-    def _sync_files(self, b: Batch, rels: list[str], report: SyncReport) -> None:
-        """``_sync_file`` for many files at once; a folder among them is reconciled."""
+    def _sync_files(
+        self, b: Batch, rels: list[str], report: SyncReport, *, force: bool = False
+    ) -> None:
+        """Make the rows of these files agree with the disk: one stat each, one query for
+        what the index holds, only new or changed files read (all of them with ``force``);
+        a folder among them is reconciled, a file gone is deleted."""
         if not rels:
             return
         vault = self.vault
@@ -552,10 +538,14 @@ class Syncer:
         results: list[Result] = []
         for st in stats:
             fresh = stored.get(st.path)
-            if fresh is not None and (fresh.mtime_ns, fresh.size) == (st.mtime_ns, st.size):
+            if (
+                fresh is not None
+                and not force
+                and (fresh.mtime_ns, fresh.size) == (st.mtime_ns, st.size)
+            ):
                 report.unchanged += 1
                 continue
-            known = None if fresh is None else fresh.hash
+            known = None if force or fresh is None else fresh.hash
             results.append(read_rows(root, st.path, self.config, known))
         self._write(b, results, report)
 

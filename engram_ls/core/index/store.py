@@ -240,16 +240,11 @@ class Index:
 
     def hashes(self, paths: list[str]) -> dict[str, bytes]:
         """Stored content hashes of these paths (those that have a row)."""
-        out: dict[str, bytes] = {}
-        conn = self.conn()
-        for i in range(0, len(paths), 500):
-            part = paths[i : i + 500]
-            marks = ",".join("?" * len(part))
-            out.update(conn.execute(f"SELECT path, hash FROM notes WHERE path IN ({marks})", part))
-        return out
+        return {path: fresh.hash for path, fresh in self.fresh_many(paths).items()}
 
     def fresh_many(self, paths: list[str]) -> dict[str, Fresh]:
-        """``get_fresh`` of many paths (those that have a row), a few queries in all."""
+        """Id, stat and content hash of these paths (those that have a row), a few queries
+        in all."""
         out: dict[str, Fresh] = {}
         conn = self.conn()
         for i in range(0, len(paths), 500):
@@ -269,14 +264,6 @@ class Index:
             (lo, hi, limit),
         )
         return [str(r[0]) for r in rows]
-
-    def get_fresh(self, path: str) -> Fresh | None:
-        row = (
-            self.conn()
-            .execute("SELECT id, mtime_ns, size, hash FROM notes WHERE path = ?", (path,))
-            .fetchone()
-        )
-        return Fresh(*row) if row else None
 
     def topics(
         self, key_prefix: str, limit: int, conn: sqlite3.Connection | None = None
