@@ -176,12 +176,11 @@ class Vaults:
         mostly in a few folders); pass a new dict per batch."""
         if not path.name:
             path = path.resolve()
-        elif resolved is None:
-            path = path.parent.resolve() / path.name
         else:
-            parent = resolved.get(path.parent)
+            cache = {} if resolved is None else resolved
+            parent = cache.get(path.parent)
             if parent is None:
-                parent = resolved[path.parent] = path.parent.resolve()
+                parent = cache[path.parent] = path.parent.resolve()
             path = parent / path.name
         best: Vault | None = None
         for root, vault in self._by_root.items():
