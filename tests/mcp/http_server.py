@@ -72,20 +72,23 @@ class McpHttp:
 
 
 def start_mcp_http(
-    root: Path, *args: str, host: str = "127.0.0.1", env: dict[str, str] | None = None
-) -> tuple[subprocess.Popen[bytes], int, IO[bytes]]:
-    """Start ``engram-mcp ROOT --http`` on a free port; stdout and stderr go to one temporary
-    file (no pipe to fill up)."""
+    root: Path,
+    logs: IO[bytes],
+    *args: str,
+    host: str = "127.0.0.1",
+    env: dict[str, str] | None = None,
+) -> tuple[subprocess.Popen[bytes], int]:
+    """Start ``engram-mcp ROOT --http`` on a free port; stdout and stderr go to ``logs`` (a
+    file: no pipe to fill up)."""
     port = free_port()
-    logs = tempfile.TemporaryFile()
+    server = ["--http", "--host", host, "--port", str(port), "--no-watch"]
     proc = subprocess.Popen(
-        [PY, "-m", "engram_ls.mcp_server", str(root), "--http", "--host", host]
-        + ["--port", str(port), "--no-watch", *args],
+        [PY, "-m", "engram_ls.mcp_server", str(root), *server, *args],
         stdout=logs,
         stderr=logs,
         env={**os.environ, **(env or {})},
     )
-    return proc, port, logs
+    return proc, port
 
 
 def wait_listening(proc: subprocess.Popen[bytes], port: int, timeout: float = 30) -> None:
@@ -115,10 +118,10 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 def mcp_http(
     root: Path, *args: str, host: str = "127.0.0.1", env: dict[str, str] | None = None
 ) -> Iterator[McpHttp]:
-    proc, port, logs = start_mcp_http(root, *args, host=host, env=env)
-    try:
-        wait_listening(proc, port)
-        yield McpHttp(port, proc, logs)
-    finally:
-        stop(proc)
-        logs.close()
+    with tempfile.TemporaryFile() as logs:
+        proc, port = start_mcp_http(root, logs, *args, host=host, env=env)
+        try:
+            wait_listening(proc, port)
+            yield McpHttp(port, proc, logs)
+        finally:
+            stop(proc)

@@ -5,6 +5,7 @@ Origin checks hold on every bind. Real server processes; requests only ever go t
 from __future__ import annotations
 
 import subprocess
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -26,17 +27,16 @@ def _no_token_from_outside(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _refusal(root: Path, *args: str, host: str = "0.0.0.0") -> tuple[int, str]:
     """Start the server and expect it to exit by itself; its status and output."""
-    proc, _port, logs = start_mcp_http(root, *args, host=host)
-    try:
+    with tempfile.TemporaryFile() as logs:
+        proc, _port = start_mcp_http(root, logs, *args, host=host)
         try:
             code = proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             pytest.fail("engram-mcp started serving instead of refusing")
+        finally:
+            stop(proc)
         logs.seek(0)
         return code, logs.read().decode("utf-8", "replace")
-    finally:
-        stop(proc)
-        logs.close()
 
 
 def test_off_loopback_without_a_token_refuses_to_start(vault_copy: Callable[[str], Path]) -> None:
@@ -113,10 +113,11 @@ def test_on_loopback_a_token_is_optional_but_honoured(
 ) -> None:
     token_file = tmp_path / "token"
     token_file.write_text(TOKEN + "\n")
-    with mcp_http(vault_copy("tags"), "--token-file", str(token_file)) as server:
+    root = vault_copy("tags")
+    with mcp_http(root, "--token-file", str(token_file)) as server:
         assert server.open_session().status_code == 401
         assert server.open_session(**_authorized(TOKEN)).status_code == 200
-    with mcp_http(vault_copy("tags")) as server:
+    with mcp_http(root) as server:
         assert server.open_session().status_code == 200
 
 
