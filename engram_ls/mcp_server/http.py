@@ -48,8 +48,10 @@ ORIGINS_ENV = "ENGRAM_MCP_ALLOWED_ORIGINS"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 MIN_TOKEN_CHARS = 16
 DEFAULT_SESSION_IDLE_SECONDS = 30 * 60
-# Measured (docs/benchmarks.md): an open session holds about 40 KB, so 100 cost ~4 MB; an
-# agent keeps one session open, a script that never ends its sessions opens one per run.
+# Measured (docs/benchmarks.md, "MCP HTTP sessions"): an open session holds about 37 KB and
+# the RSS it took stays at its peak after the session is reclaimed, so the cap bounds memory
+# (100: ~4 MiB). An agent keeps one session open; a script that never ends its sessions opens
+# one per run, and they expire after the idle time.
 DEFAULT_MAX_SESSIONS = 100
 GRACEFUL_SHUTDOWN_SECONDS = 5
 _NAME = re.compile(r"[a-z0-9._-]+|\[[0-9a-f:.]+\]", re.ASCII)
