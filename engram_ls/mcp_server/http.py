@@ -27,6 +27,7 @@ import logging
 import math
 import os
 import re
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -293,8 +294,16 @@ class RequestGuard:
 
 
 def serve_http(server: MCPServer, settings: HttpSettings) -> None:
-    """Serve ``server`` over streamable HTTP at /mcp until interrupted."""
+    """Serve ``server`` over streamable HTTP at /mcp until interrupted; a bind beyond loopback
+    is said on stderr, with the Host headers accepted (never the token)."""
     import uvicorn
+
+    if not settings.loopback:
+        sys.stderr.write(
+            f"engram-mcp: serving on {settings.host}:{settings.port}, reachable beyond this "
+            f"machine; requests need the bearer token; Host headers accepted: "
+            f"{settings.describe_hosts()} (add the name clients use with --allowed-host)\n"
+        )
 
     app = server.streamable_http_app(
         session_idle_timeout=settings.session_idle_seconds,

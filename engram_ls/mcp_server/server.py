@@ -25,7 +25,7 @@ from engram_ls.core.errors import EngramError, InvalidRequest, NotFound, Outside
 from engram_ls.core.service import Engram
 from engram_ls.core.vault import choose_vault_root, read_regular
 from engram_ls.core.watch import VaultWatcher
-from engram_ls.mcp_server.http import HttpSettings, add_http_arguments, http_settings, serve_http
+from engram_ls.mcp_server.http import add_http_arguments, http_settings, serve_http
 
 log = logging.getLogger("engram_ls.mcp")
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True)
@@ -261,16 +261,6 @@ def _read(engram: Engram, path: str, offset: int, max_chars: int) -> str:
     return part
 
 
-def _announce(http: HttpSettings) -> None:
-    """One line on stderr when the server reaches beyond this machine (never the token)."""
-    if not http.loopback:
-        sys.stderr.write(
-            f"engram-mcp: serving on {http.host}:{http.port}, reachable beyond this machine; "
-            f"requests need the bearer token; Host headers accepted: {http.describe_hosts()} "
-            "(add the name clients use with --allowed-host)\n"
-        )
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="engram-mcp", description="The Engram MCP server (stdio by default)."
@@ -314,7 +304,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     server = create_server(engram, allow_write=args.allow_write)
     try:
         if http is not None:
-            _announce(http)
             serve_http(server, http)
         else:
             server.run()

@@ -90,7 +90,9 @@ def test_off_loopback_every_request_needs_the_token(
         assert r.status_code == 401
         r = server.open_session(**_authorized(TOKEN))
         assert r.status_code == 200 and r.headers["mcp-session-id"]
-        assert TOKEN not in server.output(), "the token is never logged"
+        out = server.output()
+        assert TOKEN not in out, "the token is never logged"
+        assert "reachable beyond this machine" in out and f"localhost:{server.port}" in out
 
 
 async def test_the_sdk_client_works_with_the_token(
