@@ -33,6 +33,7 @@ from pygls.protocol import (
 )
 
 from engram_ls import __version__
+from engram_ls.core.net import is_loopback
 from engram_ls.core.sync import SyncReport
 from engram_ls.core.watch import VaultWatcher
 from engram_ls.lsp import convert
@@ -313,6 +314,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             host, _, port = args.tcp.rpartition(":")
             if not host or not port.isdigit():
                 parser.error("--tcp needs HOST:PORT, e.g. 127.0.0.1:2087")
+            if not is_loopback(host):
+                sys.stderr.write(
+                    f"engram-ls: warning: serving on {host}:{port}, reachable beyond this "
+                    "machine, without any authentication: whoever connects can open any folder "
+                    "of this machine as a workspace and read its notes; prefer 127.0.0.1 (and "
+                    "an SSH tunnel for a remote editor)\n"
+                )
             server.start_tcp(host, int(port))
         else:
             server.start_io()

@@ -25,6 +25,7 @@ from engram_ls.core.errors import EngramError, InvalidRequest, NotFound, Outside
 from engram_ls.core.service import Engram
 from engram_ls.core.vault import choose_vault_root, read_regular
 from engram_ls.core.watch import VaultWatcher
+from engram_ls.mcp_server.http import add_http_arguments, http_settings, serve_http
 
 log = logging.getLogger("engram_ls.mcp")
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True)
@@ -271,8 +272,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "else the current folder)",
     )
     parser.add_argument("--http", action="store_true", help="serve streamable HTTP at /mcp")
-    parser.add_argument("--host", default="127.0.0.1", help="HTTP address (default 127.0.0.1)")
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="HTTP address (default 127.0.0.1; another needs a bearer token)",
+    )
     parser.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
+    add_http_arguments(parser)
     parser.add_argument("--no-watch", action="store_true", help="do not watch the vault")
     parser.add_argument(
         "--allow-write", action="store_true", help="offer the write tools (write_note, add_topics)"
@@ -282,6 +288,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(stream=sys.stderr, level=getattr(logging, args.log_level.upper(), 30))
     try:
         root = choose_vault_root(args.vault)
+        http = http_settings(args) if args.http else None
     except EngramError as exc:
         sys.stderr.write(f"engram-mcp: error: {exc.message} [{exc.code}]\n")
         return 2
@@ -296,13 +303,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         watcher.start()
     server = create_server(engram, allow_write=args.allow_write)
     try:
-        if args.http:
-            if args.host not in ("127.0.0.1", "localhost", "::1"):
-                sys.stderr.write(
-                    f"engram-mcp: warning: serving on {args.host}, reachable beyond this "
-                    "machine; the notes are readable by anyone who can connect\n"
-                )
-            server.run(transport="streamable-http", host=args.host, port=args.port)
+        if http is not None:
+            serve_http(server, http)
         else:
             server.run()
     finally:

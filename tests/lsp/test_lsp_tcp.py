@@ -11,12 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import DATA, copy_tree
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.mcp.http_server import free_port
 
 
 def _send(sock: socket.socket, message: dict[str, Any]) -> None:
@@ -49,7 +44,7 @@ def _response(sock: socket.socket, buffer: bytearray, msg_id: int) -> dict[str, 
 
 def test_tcp(tmp_path: Path) -> None:
     root = copy_tree(DATA / "tags", tmp_path / "tags")
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "engram_ls", "lsp", "--tcp", f"127.0.0.1:{port}"],
         stdout=subprocess.PIPE,

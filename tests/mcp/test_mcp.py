@@ -180,37 +180,16 @@ async def test_stdio_sees_files_changed_on_disk(vault_copy: Callable[[str], Path
 
 
 async def test_streamable_http(vault_copy: Callable[[str], Path]) -> None:
-    import asyncio
-    import socket
-    import subprocess
+    from tests.mcp.http_server import mcp_http
 
-    root = vault_copy("tags")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "engram_ls.mcp_server", str(root), "--http", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        loop = asyncio.get_running_loop()
-        end = loop.time() + 20
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
-            except OSError:
-                assert loop.time() < end, "the HTTP server did not start"
-                await asyncio.sleep(0.1)
-        async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+    with mcp_http(vault_copy("tags")) as server:
+        async with Client(server.url) as client:
             r = await call(client, "search_notes", {"tags": ["memory"]})
             assert r.structured_content["total"] == 4
             r = await call(client, "read_note", {"path": "/etc/passwd"})
             assert r.is_error
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        out = server.output()
+    assert "POST /mcp" not in out, "uvicorn's access log does not reach stdout (or stderr)"
 
 
 async def test_writes_are_off_by_default(tags_engram: Engram) -> None:
