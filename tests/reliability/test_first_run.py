@@ -1,0 +1,189 @@
+"""A new user's first commands: no folder becomes a vault by accident, and reading commands
+(``status``, ``topics``, ``search --no-sync``) never create or write an index.
+
+Real ``engram`` and ``engram-mcp`` processes on real folders; what is checked is what a user
+would see: the exit status, the message, and the files on disk (names, sizes and mtimes).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.reliability.helpers import PY, engram_cli
+
+NO_VAULT = "no vault here"
+
+
+def _tree(root: Path) -> dict[str, tuple[int, int]]:
+    """Every file and folder under ``root`` (itself included) with its size and mtime."""
+    out = {".": (0, root.stat().st_mtime_ns)}
+    for path in root.rglob("*"):
+        st = path.lstat()
+        size = st.st_size if path.is_file() else 0
+        out[path.relative_to(root).as_posix()] = (size, st.st_mtime_ns)
+    return out
+
+
+@pytest.fixture
+def loose_folder(tmp_path: Path) -> Path:
+    """A folder of notes with no ``.engram/`` or ``.obsidian/`` at or above it (like /tmp)."""
+    folder = tmp_path / "downloads"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "foo.md").write_text("---\ntopics: [x]\n---\n# Foo\n\nfoo bar\n", encoding="utf-8")
+    (folder / "sub" / "other.md").write_text("# Other\n\nfoo\n", encoding="utf-8")
+    marked = [d for d in folder.parents if (d / ".engram").is_dir() or (d / ".obsidian").is_dir()]
+    if marked:
+        pytest.skip(f"a folder above {folder} is marked as a vault; cannot test a loose folder")
+    return folder
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(["search", "foo"], id="search"),
+        pytest.param(["search", "foo", "--no-sync"], id="search-no-sync"),
+        pytest.param(["status"], id="status"),
+        pytest.param(["topics"], id="topics"),
+        pytest.param(["index"], id="index"),
+        pytest.param(["librarian"], id="librarian"),
+    ],
+)
+def test_a_folder_that_is_no_vault_is_refused(loose_folder: Path, args: list[str]) -> None:
+    """Run from a folder with no vault marker above it, a command names the way out and
+    writes nothing (it used to index the whole tree and make the folder a vault)."""
+    before = _tree(loose_folder)
+    proc = engram_cli(*args, cwd=loose_folder / "sub", env={"ENGRAM_VAULT": ""})
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert NO_VAULT in proc.stderr and "engram index DIR" in proc.stderr, proc.stderr
+    assert "[ENGRAM_NOT_FOUND]" in proc.stderr
+    assert proc.stdout == ""
+    assert _tree(loose_folder) == before
+
+
+def test_engram_mcp_refuses_a_folder_that_is_no_vault(loose_folder: Path) -> None:
+    before = _tree(loose_folder)
+    proc = subprocess.run(
+        [PY, "-m", "engram_ls.mcp_server", "--no-watch"],
+        cwd=loose_folder,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "ENGRAM_VAULT": ""},
+        timeout=60,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert NO_VAULT in proc.stderr and "[ENGRAM_NOT_FOUND]" in proc.stderr
+    assert _tree(loose_folder) == before
+
+
+@pytest.mark.parametrize("marker", [".engram", ".obsidian"])
+def test_the_nearest_marked_folder_is_the_vault(loose_folder: Path, marker: str) -> None:
+    (loose_folder / marker).mkdir()
+    proc = engram_cli("search", "foo", "--json", cwd=loose_folder / "sub", env={"ENGRAM_VAULT": ""})
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(r["path"] for r in json.loads(proc.stdout)["results"]) == [
+        "foo.md",
+        "sub/other.md",
+    ]
+
+
+def test_an_explicit_folder_is_used_as_given_and_index_makes_it_a_vault(
+    loose_folder: Path,
+) -> None:
+    sub = loose_folder / "sub"
+    no_env = {"ENGRAM_VAULT": ""}
+    proc = engram_cli("search", "foo", "--vault", str(sub), "--json", "--no-sync", env=no_env)
+    assert proc.returncode == 0, proc.stderr
+    assert [r["path"] for r in json.loads(proc.stdout)["results"]] == ["other.md"]
+    proc = engram_cli(
+        "search", "foo", "--json", "--no-sync", cwd=loose_folder, env={"ENGRAM_VAULT": str(sub)}
+    )
+    assert [r["path"] for r in json.loads(proc.stdout)["results"]] == ["other.md"]
+    assert not (sub / ".engram").exists()
+
+    proc = engram_cli("index", str(loose_folder), env={"ENGRAM_VAULT": ""})
+    assert proc.returncode == 0, proc.stderr
+    assert (loose_folder / ".engram").is_dir()
+    proc = engram_cli("status", "--json", cwd=sub, env={"ENGRAM_VAULT": ""})
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["vault"] == str(loose_folder.resolve())
+
+
+READ_ONLY = [
+    pytest.param(["status"], id="status"),
+    pytest.param(["status", "--json", "--problems"], id="status-json"),
+    pytest.param(["topics"], id="topics"),
+    pytest.param(["topics", "--no-sync"], id="topics-no-sync"),
+    pytest.param(["search", "foo", "--no-sync"], id="search-no-sync"),
+    pytest.param(["search", "--tag", "x", "--no-sync", "--json"], id="search-tag-no-sync"),
+]
+
+
+@pytest.mark.parametrize("args", READ_ONLY)
+def test_reading_commands_create_no_index(loose_folder: Path, args: list[str]) -> None:
+    """A vault without an index: answered (empty state, or by scanning), nothing created."""
+    (loose_folder / ".engram").mkdir()
+    before = _tree(loose_folder)
+    proc = engram_cli(*args, cwd=loose_folder, env={"ENGRAM_VAULT": ""})
+    assert proc.returncode == 0, proc.stderr
+    assert _tree(loose_folder) == before
+    if args[0] == "status":
+        assert "empty" in proc.stdout
+    if args[0] == "search":
+        assert "foo.md" in proc.stdout and "scan" in proc.stdout
+
+
+@pytest.mark.parametrize("args", READ_ONLY)
+def test_reading_commands_leave_an_index_untouched(loose_folder: Path, args: list[str]) -> None:
+    """A built index, then a note changed: a reading command answers from the index as it is
+    and changes no file (no -wal or -shm left beside it, no mtime moved)."""
+    built = engram_cli("index", str(loose_folder))
+    assert built.returncode == 0, built.stderr
+    (loose_folder / "new.md").write_text("# New\n\nfoo\n", encoding="utf-8")
+    before = _tree(loose_folder)
+    proc = engram_cli(*args, cwd=loose_folder / "sub", env={"ENGRAM_VAULT": ""})
+    assert proc.returncode == 0, proc.stderr
+    assert _tree(loose_folder) == before
+    if args[0] == "status":
+        assert "ready" in proc.stdout
+    if args[0] == "search":
+        assert "served by index" in proc.stdout or '"served_by": "index"' in proc.stdout
+        assert "new.md" not in proc.stdout  # the index as it is: not brought up to date
+
+
+def test_status_reads_an_index_another_process_has_open(loose_folder: Path) -> None:
+    """With a writer's -wal and -shm beside the index (a server running), status reads
+    through them and adds no file."""
+    assert engram_cli("index", str(loose_folder)).returncode == 0
+    index = loose_folder / ".engram" / "index.sqlite"
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sqlite3, sys, time\n"
+            "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+            "c.execute('PRAGMA journal_mode=WAL'); c.execute('SELECT count(*) FROM notes')\n"
+            "print('open', flush=True); time.sleep(60)",
+            str(index),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "open"
+        names = sorted(p.name for p in index.parent.iterdir())
+        assert names == ["index.sqlite", "index.sqlite-shm", "index.sqlite-wal"]
+        proc = engram_cli("status", "--json", cwd=loose_folder)
+        assert proc.returncode == 0, proc.stderr
+        data = json.loads(proc.stdout)
+        assert data["state"] == "ready" and data["notes"] == 2
+        assert sorted(p.name for p in index.parent.iterdir()) == names
+    finally:
+        holder.kill()
+        holder.wait()
