@@ -187,3 +187,34 @@ def test_status_reads_an_index_another_process_has_open(loose_folder: Path) -> N
     finally:
         holder.kill()
         holder.wait()
+
+
+@pytest.mark.parametrize(
+    ("query", "sqlite_says"),
+    [
+        pytest.param('a"b', "unterminated string", id="unterminated-string"),
+        pytest.param('"', "unterminated string", id="lone-quote"),
+        pytest.param("NEAR(a b", "syntax error", id="near-unclosed"),
+        pytest.param("*", "unknown special query", id="star-alone"),
+        pytest.param("nope:foo", "no such column: nope", id="unknown-column"),
+    ],
+)
+def test_raw_fts_syntax_errors_are_invalid_requests(
+    loose_folder: Path, query: str, sqlite_says: str
+) -> None:
+    """On a ready index, a raw FTS5 query SQLite rejects is the caller's error, with SQLite's
+    message (``a"b`` used to be ENGRAM_UNSUPPORTED_MODE, "need the index"), and the index is
+    left as it was (an unknown column is no sign of damage)."""
+    assert engram_cli("index", str(loose_folder)).returncode == 0
+    names = sorted(_tree(loose_folder))
+    status = engram_cli("status", "--json", str(loose_folder)).stdout
+    for extra in ([], ["--no-sync"], ["--tag", "x"]):
+        proc = engram_cli("search", query, "--raw-fts", "--vault", str(loose_folder), *extra)
+        assert proc.returncode == 2, (extra, proc.stdout, proc.stderr)
+        assert "[ENGRAM_INVALID_REQUEST]" in proc.stderr, proc.stderr
+        assert sqlite_says in proc.stderr and "FTS5 query error" in proc.stderr
+        assert proc.stdout == ""
+    assert sorted(_tree(loose_folder)) == names  # nothing moved aside as damaged
+    assert engram_cli("status", "--json", str(loose_folder)).stdout == status
+    proc = engram_cli("search", "foo", "--raw-fts", "--vault", str(loose_folder), "--json")
+    assert json.loads(proc.stdout)["index"]["served_by"] == "index"
