@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -218,3 +219,47 @@ def test_raw_fts_syntax_errors_are_invalid_requests(
     assert engram_cli("status", "--json", str(loose_folder)).stdout == status
     proc = engram_cli("search", "foo", "--raw-fts", "--vault", str(loose_folder), "--json")
     assert json.loads(proc.stdout)["index"]["served_by"] == "index"
+
+
+PROCS_MJS = Path(__file__).resolve().parents[2] / "editors" / "vscode" / "e2e" / "procs.mjs"
+
+
+def test_vscode_e2e_finds_a_server_at_a_long_path_with_spaces(tmp_path: Path) -> None:
+    """The VS Code end-to-end run finds engram-ls by its path among code-server's session; a
+    clone at an ordinary path (long, with spaces) under ``COLUMNS=80`` (as pytest runs it)
+    was never found, since ``ps`` cut its lines to 80 characters."""
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed (the VS Code tests need Node 20)")
+    folder = tmp_path / "a long path with spaces" / "for the engram clone" / "engram" / ".venv"
+    folder.mkdir(parents=True)
+    server = folder / "bin" / "engram-ls"
+    server.parent.mkdir()
+    server.write_text("import time\ntime.sleep(60)\n", encoding="utf-8")
+    assert len(str(server)) > 80
+    # A stand-in for the server code-server starts: its own session, the path as an argument.
+    proc = subprocess.Popen([sys.executable, str(server), "--stdio"], start_new_session=True)
+    try:
+        script = (
+            f"import {{ sessionPids }} from {json.dumps(PROCS_MJS.as_uri())};"
+            "const [sid, program] = process.argv.slice(1);"
+            "console.log(JSON.stringify(sessionPids(Number(sid), program)));"
+        )
+        found = subprocess.run(
+            ["node", "--input-type=module", "-e", script, str(proc.pid), str(server)],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "COLUMNS": "80"},
+            timeout=30,
+        )
+        assert found.returncode == 0, found.stderr
+        assert json.loads(found.stdout) == [proc.pid]
+        other = subprocess.run(
+            ["node", "--input-type=module", "-e", script, str(os.getpid()), str(server)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert json.loads(other.stdout) == []  # another session: not ours
+    finally:
+        proc.kill()
+        proc.wait()
