@@ -109,11 +109,22 @@ else
   if [[ ! -s $tarball ]]; then
     cannot "code-server $CODE_SERVER_VERSION" "no rg to seed its ripgrep cache (run scripts/install.sh first)"
   else
-    say "npm install code-server@$CODE_SERVER_VERSION into editors/vscode/.e2e (a few minutes)"
-    rm -rf "$PREFIX"
-    mkdir -p "$PREFIX"
+    # node-gyp cannot build code-server's native modules under a path with a space (argon2's
+    # include path is split at it): then build under a folder without one and link it here.
+    dest=$PREFIX
+    if [[ $PREFIX == *[[:space:]]* ]]; then
+      key=$(printf '%s' "$PREFIX" | sha256sum | cut -c1-12)
+      dest=${XDG_CACHE_HOME:-$HOME/.cache}/engram/code-server-$CODE_SERVER_VERSION-$key
+    fi
+    say "npm install code-server@$CODE_SERVER_VERSION into $dest (a few minutes)"
+    rm -rf "$PREFIX" "$dest"
+    mkdir -p "$dest"
+    if [[ $dest != "$PREFIX" ]]; then
+      mkdir -p "$(dirname "$PREFIX")"
+      ln -s "$dest" "$PREFIX"
+    fi
     echo '{"name": "engram-e2e-code-server", "private": true}' >"$PREFIX/package.json"
-    if (cd "$PREFIX" && npm_config_unsafe_perm=true npm_config_yes=true npm install --no-audit --no-fund \
+    if (cd "$dest" && npm_config_unsafe_perm=true npm_config_yes=true npm install --no-audit --no-fund \
       --loglevel=error "code-server@$CODE_SERVER_VERSION") &&
       "$PREFIX/node_modules/.bin/code-server" --version >/dev/null; then
       touch "$marker"
