@@ -126,7 +126,11 @@ def cmd_index(args: argparse.Namespace) -> int:
         if engram.unavailable:
             raise IndexUnavailable(engram.unavailable)
         # The folder becomes a vault: later commands find it from any folder below it.
-        (engram.vault.root / CONFIG_DIR).mkdir(exist_ok=True)
+        marker = engram.vault.root / CONFIG_DIR
+        try:
+            marker.mkdir(exist_ok=True)
+        except OSError as exc:  # a read-only vault with --index elsewhere: name it next time
+            _err(f"warning: cannot create {marker} ({exc.strerror}); name this vault explicitly")
         report = _sync(engram, full=args.full)
         assert report is not None
         status = engram.status()
