@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from engram_ls import __version__
+from engram_ls.core.config import CONFIG_DIR
 from engram_ls.core.errors import EngramError, IndexUnavailable
 from engram_ls.core.librarian import Librarian, LibrarianReport
 from engram_ls.core.search import SearchResponse
@@ -31,15 +32,19 @@ EXIT_ERROR = 2
 # -- helpers ---------------------------------------------------------------------------------
 
 
-def _open(args: argparse.Namespace) -> Engram:
+def _open(args: argparse.Namespace, *, read_only: bool = False, scans: bool = True) -> Engram:
+    """The vault's service. ``read_only``: use the index as it is, never create or write it
+    (``status``, ``topics``, ``search --no-sync``)."""
     root = choose_vault_root(getattr(args, "vault", None))
     index_path = Path(args.index).expanduser() if getattr(args, "index", None) else None
-    engram = Engram(root, index_path=index_path)
+    engram = Engram(root, index_path=index_path, read_only=read_only)
     for warning in engram.config_warnings:
         _err(f"warning: {warning}")
     engram.open()
     if engram.unavailable:
-        _err(f"warning: {engram.unavailable}; answering by scanning the files")
+        hint = " (`engram index` builds it)" if read_only else ""
+        scanning = "; answering by scanning the files" if scans else ""
+        _err(f"warning: {engram.unavailable}{hint}{scanning}")
     return engram
 
 
@@ -120,6 +125,12 @@ def cmd_index(args: argparse.Namespace) -> int:
     try:
         if engram.unavailable:
             raise IndexUnavailable(engram.unavailable)
+        # The folder becomes a vault: later commands find it from any folder below it.
+        marker = engram.vault.root / CONFIG_DIR
+        try:
+            marker.mkdir(exist_ok=True)
+        except OSError as exc:  # a read-only vault with --index elsewhere: name it next time
+            _err(f"warning: cannot create {marker} ({exc.strerror}); name this vault explicitly")
         report = _sync(engram, full=args.full)
         assert report is not None
         status = engram.status()
@@ -148,7 +159,7 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    engram = _open(args)
+    engram = _open(args, read_only=args.no_sync)
     try:
         if not args.no_sync:
             try:
@@ -195,7 +206,7 @@ def _print_results(response: SearchResponse) -> None:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    engram = _open(args)
+    engram = _open(args, read_only=True, scans=False)
     try:
         status = engram.status()
         problems = engram.problems() if args.problems else []
@@ -223,10 +234,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_topics(args: argparse.Namespace) -> int:
-    engram = _open(args)
+    engram = _open(args, read_only=True)
     try:
-        if not args.no_sync:
-            _sync(engram)
         topics = engram.topics(args.prefix or "", args.limit)
     finally:
         engram.close()
@@ -374,7 +383,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="engram",
         description="Index, search and inspect a vault of Markdown notes.",
         epilog="The vault is VAULT / --vault, else $ENGRAM_VAULT, else the nearest folder "
-        "(from the current one up) that has .engram/, else the current folder.",
+        "(from the current one up) that has .engram/ or .obsidian/; with none of these the "
+        "command stops (`engram index DIR` makes DIR a vault).",
     )
     parser.add_argument("--version", action="version", version=f"engram {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -448,14 +458,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--offset", type=int, default=0, metavar="N", help="skip N results")
     p.add_argument("--case-sensitive", action="store_true", help="literal/regex: match case")
     p.add_argument("--raw-fts", action="store_true", help="text: pass QUERY to SQLite FTS5 as is")
-    p.add_argument("--no-sync", action="store_true", help="do not bring the index up to date first")
+    p.add_argument(
+        "--no-sync",
+        action="store_true",
+        help="search the index as it is (never created or written; without one, scan)",
+    )
     common(p)
     p.set_defaults(func=cmd_search)
 
     p = sub.add_parser(
         "status",
         help="show the index state",
-        description="Show the index state, counts and problems.",
+        description="Show the index state, counts and problems. Reads the index as it is: "
+        "never creates or updates it.",
     )
     p.add_argument("vault", nargs="?", metavar="VAULT", help="vault folder")
     p.add_argument("--problems", action="store_true", help="list notes with problems")
@@ -465,14 +480,19 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "topics",
         help="list topics, most used first",
-        description="List topics with their note counts, most used first.",
+        description="List topics with their note counts, most used first, from the index as "
+        "it is (never created or updated here; without one, counted from the files).",
     )
     p.add_argument("vault", nargs="?", metavar="VAULT", help="vault folder")
     p.add_argument("--prefix", metavar="TEXT", help="only topics starting with TEXT")
     p.add_argument(
         "--limit", type=int, default=100, metavar="N", help="at most N topics (default 100)"
     )
-    p.add_argument("--no-sync", action="store_true", help="do not bring the index up to date first")
+    p.add_argument(
+        "--no-sync",
+        action="store_true",
+        help="accepted for older scripts: topics never updates the index",
+    )
     common(p)
     p.set_defaults(func=cmd_topics)
 

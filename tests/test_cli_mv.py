@@ -11,6 +11,7 @@ from tests.test_cli import engram
 
 def test_mv_dry_run_then_move(vault_copy: Callable[[str], Path]) -> None:
     root = vault_copy("links")
+    (root / ".engram").mkdir()  # a vault, found from the current folder
     before = {p: p.read_bytes() for p in root.rglob("*.md")}
     proc = engram("mv", "alpha.md", "archive/Alpha Renamed.md", "--dry-run", cwd=root)
     assert proc.returncode == 0, proc.stderr
@@ -53,6 +54,7 @@ def test_mv_dry_run_then_move(vault_copy: Callable[[str], Path]) -> None:
 
 def test_mv_refuses_hostile_paths(vault_copy: Callable[[str], Path]) -> None:
     root = vault_copy("links")
+    (root / ".engram").mkdir()  # a vault, found from the current folder
     before = {p: p.read_bytes() for p in root.rglob("*.md")}
     for args in (
         ("alpha.md", "../escaped.md"),

@@ -296,6 +296,7 @@ def make_plan(
     stripped = query.strip()
     if request.mode == "text" and stripped:
         if request.raw_fts:
+            fts.check_raw(stripped)
             fts_query = stripped
         else:
             terms = fts.parse_query(stripped)

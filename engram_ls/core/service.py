@@ -79,13 +79,18 @@ class Engram:
         *,
         config: EngramConfig | None = None,
         index_path: Path | None = None,
+        read_only: bool = False,
     ) -> None:
+        """``read_only``: answer from the index file as it is, never create or write it
+        (a missing or unusable one means answers by scanning, and writes raise)."""
         self.config_warnings: list[str] = []
         if config is None:
             config, self.config_warnings = load_config(Path(root))
         self.config = config
         self.vault = Vault(Path(root), config)
-        self.index = Index(index_path or default_index_path(self.vault.root, config))
+        self.index = Index(
+            index_path or default_index_path(self.vault.root, config), read_only=read_only
+        )
         self.syncer = Syncer(self.vault, self.index)
         self.unavailable: str | None = None
         """Why the index cannot be used right now (None when it can)."""
@@ -165,6 +170,8 @@ class Engram:
         return self.sync()
 
     def _writing(self, work: Any, *, reconcile: bool = False) -> SyncReport:
+        if self.index.read_only:
+            raise IndexUnavailable("the index was opened read-only")
         with self._lock:
             try:
                 return self._write_locked(work, reconcile)
@@ -248,7 +255,7 @@ class Engram:
                 if db.is_corruption(exc):
                     self._recover_quietly()
         return IndexStatus(
-            state="failed" if self._opened else "empty",
+            state="failed" if self._opened and not self._no_index_file() else "empty",
             generation=0,
             updated_at=None,
             notes=0,
@@ -256,6 +263,10 @@ class Engram:
             topics=0,
             path=str(self.index.path),
         )
+
+    def _no_index_file(self) -> bool:
+        """Read-only and there is no index file: the index is ``empty``, not ``failed``."""
+        return self.index.read_only and not self.index.path.exists()
 
     def _recover_quietly(self) -> None:
         with self._lock:
@@ -325,7 +336,7 @@ class Engram:
             with contextlib.suppress(sqlite3.Error):
                 st = self.index.status()
                 return IndexInfo("stale", "scan", st.generation, st.updated_at)
-        return IndexInfo("failed", "scan", 0, None)
+        return IndexInfo("empty" if self._no_index_file() else "failed", "scan", 0, None)
 
     def _index_failure(self, exc: sqlite3.DatabaseError) -> IndexInfo:
         """The index could not answer: recover if it is damaged; the caller scans."""

@@ -394,24 +394,42 @@ def atomic_write(
             os.close(dir_fd)
 
 
-def find_vault_root(start: Path) -> Path:
-    """The nearest folder at or above ``start`` holding ``.engram/``, else ``start`` itself."""
+VAULT_MARKERS = (CONFIG_DIR, ".obsidian")
+"""A folder holding one of these is a vault (``engram index DIR`` creates the first)."""
+
+
+def find_vault_root(start: Path) -> Path | None:
+    """The nearest folder at or above ``start`` holding ``.engram/`` or ``.obsidian/``; None
+    when there is none (any folder is not a vault: indexing ``/tmp`` by accident would write
+    an index of everything below it)."""
     start = start.resolve()
     for folder in (start, *start.parents):
-        if (folder / CONFIG_DIR).is_dir():
+        if any((folder / marker).is_dir() for marker in VAULT_MARKERS):
             return folder
-    return start
+    return None
 
 
 def choose_vault_root(arg: str | None) -> Path:
-    """The vault a command means: ``arg``, else ``$ENGRAM_VAULT``, else the nearest folder at or
-    above the current one holding ``.engram/``, else the current folder."""
+    """The vault a command means: ``arg``, else ``$ENGRAM_VAULT`` (each used as given), else
+    the nearest folder at or above the current one holding ``.engram/`` or ``.obsidian/``.
+
+    Raises NotFound when none applies: nothing is indexed implicitly.
+    """
     if arg:
         root = Path(arg).expanduser()
     elif os.environ.get("ENGRAM_VAULT"):
         root = Path(os.environ["ENGRAM_VAULT"]).expanduser()
     else:
-        return find_vault_root(Path.cwd())
+        cwd = Path.cwd()
+        found = find_vault_root(cwd)
+        if found is None:
+            raise NotFound(
+                f"no vault here (no .engram/ or .obsidian/ at or above {cwd}); run "
+                "`engram index DIR` to make DIR a vault, or name the vault (VAULT argument, "
+                "--vault or $ENGRAM_VAULT)",
+                data={"path": str(cwd)},
+            )
+        return found
     if not root.is_dir():
         raise NotFound(f"vault folder not found: {root}")
     return root

@@ -268,8 +268,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "vault",
         nargs="?",
-        help="vault folder (default: $ENGRAM_VAULT, else the nearest folder with .engram/, "
-        "else the current folder)",
+        help="vault folder (default: $ENGRAM_VAULT, else the nearest folder at or above the "
+        "current one with .engram/ or .obsidian/; none of these is an error)",
     )
     parser.add_argument("--http", action="store_true", help="serve streamable HTTP at /mcp")
     parser.add_argument(

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engram_ls.core.errors import EngramError
+from engram_ls.core.errors import EngramError, InvalidRequest
 from engram_ls.core.search import parse_request
 from engram_ls.core.service import Engram
 
@@ -90,6 +90,35 @@ def test_any_query_text(
     request = {"query": query, "mode": mode, "raw_fts": raw and mode == "text"}
     _check(engram, request)
     _check(unindexed, request)
+
+
+# Raw FTS5 text: operators, quotes (unterminated strings), column filters, NEAR groups, bytes.
+RAW_FTS = st.lists(
+    st.one_of(
+        _ATOMS,
+        st.sampled_from(['a"b', '"a', 'b"', "NEAR(a b", "NEAR(a b, -1)", "title:", "nope:x"]),
+        st.text(max_size=6),
+        st.binary(max_size=6).map(lambda b: b.decode("utf-8", "replace")),
+    ),
+    min_size=1,
+    max_size=8,
+).map(" ".join)
+
+
+@FUZZ
+@given(query=RAW_FTS)
+def test_raw_fts_on_a_ready_index_answers_or_is_invalid(engram: Engram, query: str) -> None:
+    """Raw FTS5 text on a ready index is answered by the index, or is the caller's error
+    (ENGRAM_INVALID_REQUEST, with SQLite's message for a query FTS5 rejects); never "the index
+    cannot serve" (``a"b`` was ENGRAM_UNSUPPORTED_MODE) and never an index taken for damaged."""
+    generation = engram.status().generation
+    try:
+        response = engram.search({"query": query, "raw_fts": True})
+    except InvalidRequest as exc:
+        assert exc.message
+    else:
+        assert response.index.served_by == "index" and response.index.state == "ready"
+    assert engram.status().state == "ready" and engram.status().generation == generation
 
 
 @FUZZ

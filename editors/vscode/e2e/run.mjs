@@ -27,6 +27,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+import { sessionPids } from './procs.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const extDir = path.resolve(here, '..');
@@ -324,11 +325,7 @@ function serverPids() {
   if (!cs) {
     return [];
   }
-  const ps = spawnSync('ps', ['-o', 'pid=,args=', '--sid', String(cs.pid)], { encoding: 'utf8' });
-  return ps.stdout
-    .split('\n')
-    .filter((line) => line.includes(opts.server))
-    .map((line) => Number(line.trim().split(/\s+/)[0]));
+  return sessionPids(cs.pid, opts.server);
 }
 
 async function waitReady(page, what) {

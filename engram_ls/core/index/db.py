@@ -8,6 +8,7 @@ writes fails at once with "database is locked" under contention, whatever the bu
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sqlite3
 import time
@@ -82,6 +83,35 @@ def connect(path: Path) -> sqlite3.Connection:
         conn.execute("PRAGMA temp_store = MEMORY")
         conn.execute(f"PRAGMA cache_size = -{READ_CACHE_KB}")
         conn.execute("PRAGMA foreign_keys = OFF")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def connect_read_only(path: Path) -> sqlite3.Connection:
+    """Open an existing index for reading only: no file is created and nothing is written.
+
+    While a writer has the file open (its ``-wal`` exists) the connection reads through the
+    writer's WAL (``mode=ro``). Otherwise every commit is in the main file, and it is opened
+    ``immutable`` so that SQLite creates no ``-wal``/``-shm`` beside it (``mode=ro`` would,
+    and leave them). An immutable read takes no lock: a writer that starts meanwhile and
+    checkpoints into the file under it can make the read fail, which the caller answers like
+    any other unreadable index (by scanning); it cannot damage anything.
+    """
+    if not path.is_file():
+        raise FileNotFoundError(errno.ENOENT, "no index file", os.fspath(path))
+    wal = Path(os.fspath(path) + "-wal")
+    uri = path.absolute().as_uri() + ("?mode=ro" if wal.exists() else "?immutable=1")
+    busy = busy_timeout_ms()
+    conn = sqlite3.connect(
+        uri, uri=True, timeout=busy / 1000, isolation_level=None, check_same_thread=False
+    )
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {busy}")
+        conn.execute("PRAGMA query_only = ON")
+        conn.execute("PRAGMA temp_store = MEMORY")
+        conn.execute(f"PRAGMA cache_size = -{READ_CACHE_KB}")
     except BaseException:
         conn.close()
         raise

@@ -4,7 +4,10 @@ A text query is words, ``"quoted phrases"`` and ``prefix*`` terms, all of which 
 (implicit AND). Every term is emitted as an FTS5 string literal, so operators (``AND``, ``OR``,
 ``NOT``, ``NEAR(``), column filters (``col:``), parentheses and stray ``*`` or quotes in user
 input are plain words and can never be an FTS5 syntax error. Raw FTS5 syntax is an explicit
-opt-in of the request (``raw_fts``) and is passed through unchanged.
+opt-in of the request (``raw_fts``) and is passed through unchanged, once ``check_raw`` has
+found it valid: an invalid one is the caller's error (``ENGRAM_INVALID_REQUEST`` with SQLite's
+message) on every path, never an index failure (SQLite's "no such column" would otherwise look
+like damage) or a scan that cannot serve it.
 
 The same tokenization (Unicode letters and digits, case-folded, diacritics removed) is used by
 the scan path and to find a matching line, so all three agree on what a word is.
@@ -13,9 +16,14 @@ the scan path and to find a matching line, so all three agree on what a word is.
 from __future__ import annotations
 
 import re
+import sqlite3
+import threading
 import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
+
+from engram_ls.core.errors import InvalidRequest
+from engram_ls.core.index.schema import DDL
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 _QUERY_PART = re.compile(r'"([^"]*)"?|(\S+)')
@@ -70,6 +78,33 @@ def to_fts(terms: list[Term]) -> str:
         literal = '"' + " ".join(term.tokens).replace('"', '""') + '"'
         parts.append(literal + ("*" if term.prefix else ""))
     return " ".join(parts)
+
+
+_FTS_TABLE = re.search(r"CREATE VIRTUAL TABLE notes_fts USING fts5 \(.*?\);", DDL, re.DOTALL)
+assert _FTS_TABLE is not None, "schema.DDL defines notes_fts"
+_PROBE_DDL = _FTS_TABLE.group(0).replace("notes_fts", "probe", 1)
+_probe = threading.local()
+
+
+def check_raw(query: str) -> None:
+    """Raise InvalidRequest, with SQLite's message, when ``query`` is not a valid FTS5 query
+    for the index's full-text table.
+
+    FTS5 parses a MATCH expression before it reads any row, so an empty in-memory copy of the
+    table (same columns and tokenizer, from the schema's own statement) rejects exactly the
+    queries the index would: syntax errors, unterminated strings, unknown columns, ``*`` alone.
+    """
+    conn: sqlite3.Connection | None = getattr(_probe, "conn", None)
+    if conn is None:
+        conn = sqlite3.connect(":memory:", check_same_thread=False)
+        conn.execute(_PROBE_DDL)
+        _probe.conn = conn
+    try:
+        conn.execute("SELECT rowid FROM probe WHERE probe MATCH ?", (query,)).fetchall()
+    except sqlite3.OperationalError as exc:
+        raise InvalidRequest(
+            f"FTS5 query error: {exc}", data={"query": query[:200], "sqlite": str(exc)}
+        ) from None
 
 
 def _term_positions(term: Term, tokens: list[str]) -> bool:

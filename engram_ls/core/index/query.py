@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engram_ls.core.config import EngramConfig
-from engram_ls.core.errors import InvalidRequest
 from engram_ls.core.index.store import folder_range
 from engram_ls.core.search import (
     Plan,
@@ -261,63 +260,56 @@ class IndexSearcher:
     def _text(self, plan: Plan, f: _Filters) -> tuple[list[SearchHit], int]:
         w = ", ".join(str(x) for x in BM25_WEIGHTS)
         rank = f"bm25(notes_fts, {w})"
-        try:
-            if f.empty and _positional(plan):
-                # Matching a phrase checks positions, and bm25 matches it once more for its idf:
-                # counting in the same pass saves a third evaluation.
-                rows = self.conn.execute(
-                    f"SELECT id, r, count(*) OVER () FROM (SELECT rowid AS id, {rank} AS r"
-                    " FROM notes_fts WHERE notes_fts MATCH ?) ORDER BY r, id LIMIT ? OFFSET ?",
-                    (plan.fts_query, plan.limit, plan.offset),
-                ).fetchall()
-                if not rows and plan.offset:
-                    return [], self._fts_count(plan)
-                ranked = [(i, r) for i, r, _ in rows]
-                return self._ranked_hits(plan, ranked), int(rows[0][2]) if rows else 0
-            matched = self._fts_count(plan)
-            if matched == 0:
-                return [], 0
-            if f.empty:
-                total = matched
-                ranked = self.conn.execute(
-                    f"SELECT rowid, {rank} AS r FROM notes_fts WHERE notes_fts MATCH ?"
-                    " ORDER BY r, rowid LIMIT ? OFFSET ?",
-                    (plan.fts_query, plan.limit, plan.offset),
-                ).fetchall()
+        if f.empty and _positional(plan):
+            # Matching a phrase checks positions, and bm25 matches it once more for its idf:
+            # counting in the same pass saves a third evaluation.
+            rows = self.conn.execute(
+                f"SELECT id, r, count(*) OVER () FROM (SELECT rowid AS id, {rank} AS r"
+                " FROM notes_fts WHERE notes_fts MATCH ?) ORDER BY r, id LIMIT ? OFFSET ?",
+                (plan.fts_query, plan.limit, plan.offset),
+            ).fetchall()
+            if not rows and plan.offset:
+                return [], self._fts_count(plan)
+            ranked = [(i, r) for i, r, _ in rows]
+            return self._ranked_hits(plan, ranked), int(rows[0][2]) if rows else 0
+        matched = self._fts_count(plan)
+        if matched == 0:
+            return [], 0
+        if f.empty:
+            total = matched
+            ranked = self.conn.execute(
+                f"SELECT rowid, {rank} AS r FROM notes_fts WHERE notes_fts MATCH ?"
+                " ORDER BY r, rowid LIMIT ? OFFSET ?",
+                (plan.fts_query, plan.limit, plan.offset),
+            ).fetchall()
+        else:
+            if matched <= PROBE_MAX:
+                where, params = f.topic_conditions("n")
+                inner = (
+                    f"SELECT notes_fts.rowid AS id, {rank} AS r FROM notes_fts"
+                    " JOIN notes n ON n.id = notes_fts.rowid"
+                    " WHERE notes_fts MATCH ? AND " + " AND ".join(where)
+                )
             else:
-                if matched <= PROBE_MAX:
-                    where, params = f.topic_conditions("n")
-                    inner = (
-                        f"SELECT notes_fts.rowid AS id, {rank} AS r FROM notes_fts"
-                        " JOIN notes n ON n.id = notes_fts.rowid"
-                        " WHERE notes_fts MATCH ? AND " + " AND ".join(where)
-                    )
-                else:
-                    ids_sql, params = f.ids_query(ordered=False)
-                    inner = (
-                        f"SELECT rowid AS id, {rank} AS r FROM notes_fts WHERE notes_fts MATCH ?"
-                        f" AND +rowid IN (SELECT id FROM ({ids_sql}))"
-                    )
-                # One pass ranks the filtered matches and counts them (window over all rows).
-                rows = self.conn.execute(
-                    f"SELECT id, r, count(*) OVER () FROM ({inner})"
-                    " ORDER BY r, id LIMIT ? OFFSET ?",
-                    [plan.fts_query, *params, plan.limit, plan.offset],
-                ).fetchall()
-                if rows:
-                    total = int(rows[0][2])
-                elif plan.offset:
-                    total = self.conn.execute(
-                        f"SELECT count(*) FROM ({inner})", [plan.fts_query, *params]
-                    ).fetchone()[0]
-                else:
-                    total = 0
-                ranked = [(i, r) for i, r, _ in rows]
-        except sqlite3.OperationalError as exc:
-            text = str(exc)
-            if plan.raw_fts and ("fts5" in text or "syntax" in text or "no such column" in text):
-                raise InvalidRequest(f"FTS5 query error: {text}") from None
-            raise
+                ids_sql, params = f.ids_query(ordered=False)
+                inner = (
+                    f"SELECT rowid AS id, {rank} AS r FROM notes_fts WHERE notes_fts MATCH ?"
+                    f" AND +rowid IN (SELECT id FROM ({ids_sql}))"
+                )
+            # One pass ranks the filtered matches and counts them (window over all rows).
+            rows = self.conn.execute(
+                f"SELECT id, r, count(*) OVER () FROM ({inner}) ORDER BY r, id LIMIT ? OFFSET ?",
+                [plan.fts_query, *params, plan.limit, plan.offset],
+            ).fetchall()
+            if rows:
+                total = int(rows[0][2])
+            elif plan.offset:
+                total = self.conn.execute(
+                    f"SELECT count(*) FROM ({inner})", [plan.fts_query, *params]
+                ).fetchone()[0]
+            else:
+                total = 0
+            ranked = [(i, r) for i, r, _ in rows]
         return self._ranked_hits(plan, ranked), int(total)
 
     def _fts_count(self, plan: Plan) -> int:

@@ -72,8 +72,11 @@ def folder_range(folder: str) -> tuple[str, str]:
 class Index:
     """One index file. Safe to share between threads; each thread gets its own connection."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, read_only: bool = False) -> None:
         self.path = path
+        self.read_only = read_only
+        """Use the file as it is (``engram status``, ``topics``, ``search --no-sync``): never
+        create, replace or write it; a missing or unusable file is IndexUnavailable."""
         self._local = threading.local()
         self._epoch = 0
         self._lock = threading.Lock()
@@ -88,6 +91,9 @@ class Index:
 
         Raises IndexUnavailable when no index can be created (read-only folder, full disk).
         """
+        if self.read_only:
+            self._open_existing()
+            return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -116,13 +122,39 @@ class Index:
                 self.close()
                 raise IndexUnavailable(f"cannot open the index {self.path}: {exc}") from exc
 
+    def _open_existing(self) -> None:
+        """The read-only open: check the file as ``open`` does, change nothing."""
+        if not self.path.is_file():
+            raise IndexUnavailable(
+                f"there is no index at {self.path} yet", data={"path": str(self.path)}
+            )
+        try:
+            conn = self.conn()
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version == SCHEMA_VERSION:
+                self._check_tables(conn)
+        except (sqlite3.DatabaseError, OSError) as exc:
+            self.close()
+            raise IndexUnavailable(f"cannot read the index {self.path}: {exc}") from exc
+        if version != SCHEMA_VERSION:
+            self.close()
+            raise IndexUnavailable(
+                f"the index {self.path} has schema version {version}, not {SCHEMA_VERSION};"
+                " `engram index` rebuilds it"
+            )
+        self._remember_inode()
+
+    @staticmethod
+    def _check_tables(conn: sqlite3.Connection) -> None:
+        conn.execute("SELECT key, value FROM meta LIMIT 1").fetchall()
+        conn.execute("SELECT id FROM notes LIMIT 1").fetchall()
+        conn.execute("SELECT rowid FROM notes_fts LIMIT 1").fetchall()
+
     def _check_or_create(self) -> None:
         conn = self.conn()
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         if version == SCHEMA_VERSION:
-            conn.execute("SELECT key, value FROM meta LIMIT 1").fetchall()
-            conn.execute("SELECT id FROM notes LIMIT 1").fetchall()
-            conn.execute("SELECT rowid FROM notes_fts LIMIT 1").fetchall()
+            self._check_tables(conn)
             self._remember_inode()
             return
         if version != 0:
@@ -158,6 +190,10 @@ class Index:
 
     def _replace(self, reason: str) -> None:
         self.close()
+        if self.read_only:
+            raise IndexUnavailable(
+                f"the index {self.path} is damaged ({reason}); `engram index` rebuilds it"
+            )
         db.move_aside(self.path, reason)
         self.rebuilt_reason = reason
 
@@ -179,7 +215,7 @@ class Index:
                 conn.close()  # ours, opened before the last close(): safe to close here
             conn = None
         if conn is None:
-            conn = db.connect(self.path)
+            conn = (db.connect_read_only if self.read_only else db.connect)(self.path)
             self._local.conn = conn
             self._local.epoch = self._epoch
         return conn
