@@ -28,8 +28,9 @@ from engram_ls.core.errors import (
     SearchTimeout,
     UnsupportedMode,
 )
+from engram_ls.core.globs import compile_glob, is_glob
 from engram_ls.core.index import fts
-from engram_ls.core.vault import Vault, compile_glob, is_glob
+from engram_ls.core.vault import Vault
 
 Mode = Literal["text", "literal", "regex", "semantic"]
 ServedBy = Literal["index", "scan"]
@@ -229,7 +230,7 @@ class Plan:
         if self.path is None:
             return True
         if self.path_kind == "glob":
-            return compile_glob(self.path).match(path) is not None
+            return compile_glob(self.path).match(path)
         return path == self.path or path.startswith(self.path + "/")
 
     def topics_ok(self, topics: Iterable[str]) -> bool:

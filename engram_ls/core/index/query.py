@@ -21,6 +21,7 @@ from typing import Any
 
 from engram_ls.core.config import EngramConfig
 from engram_ls.core.errors import InvalidRequest
+from engram_ls.core.globs import compile_glob
 from engram_ls.core.index.store import folder_range
 from engram_ls.core.search import (
     Plan,
@@ -29,7 +30,7 @@ from engram_ls.core.search import (
     newest_first,
     snippet_line,
 )
-from engram_ls.core.vault import Vault, compile_glob
+from engram_ls.core.vault import Vault
 
 BM25_WEIGHTS = (10.0, 5.0, 5.0, 1.0)
 """Column weights for title, summary, topics, body."""
