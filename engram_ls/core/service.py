@@ -43,6 +43,7 @@ from engram_ls.core.search import (
     SearchResponse,
     make_plan,
     parse_request,
+    require_text,
 )
 from engram_ls.core.sync import Change, ProgressFn, Syncer, SyncReport, read_note
 from engram_ls.core.vault import Vault, atomic_write, read_regular
@@ -348,6 +349,10 @@ class Engram:
         """
         if limit < 1 or limit > 10_000:
             raise InvalidRequest("limit must be between 1 and 10000")
+        try:
+            require_text(prefix)
+        except ValueError as exc:
+            raise InvalidRequest(f"prefix: {exc}") from None
         key = prefix.strip().lstrip("#").casefold()
         self._vault_present()
         self._check_file()
