@@ -86,7 +86,7 @@ class SearchRequest(BaseModel):
             return [t for t in re.split(r"[,\s]+", value) if t]
         return value
 
-    @field_validator("query", "path")
+    @field_validator("query", "path", "date_from", "date_to")
     @classmethod
     def _text(cls, value: str | None) -> str | None:
         if value is not None:

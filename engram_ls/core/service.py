@@ -349,10 +349,7 @@ class Engram:
         """
         if limit < 1 or limit > 10_000:
             raise InvalidRequest("limit must be between 1 and 10000")
-        try:
-            require_text(prefix)
-        except ValueError as exc:
-            raise InvalidRequest(f"prefix: {exc}") from None
+        _text("prefix", prefix)
         key = prefix.strip().lstrip("#").casefold()
         self._vault_present()
         self._check_file()
@@ -383,6 +380,7 @@ class Engram:
         Only ``.md`` paths inside the vault; an existing note is replaced only with
         ``overwrite``.
         """
+        _text("content", content)
         rel = self.vault.rel(path)
         if not rel or not self.vault.filter.is_note(rel):
             raise InvalidRequest(f"not a note path of this vault (a .md file, not hidden): {path}")
@@ -603,6 +601,14 @@ class Engram:
         changes += [Change("changed", f.path) for f in plan.files if f.path not in plan.moves]
         self.apply_changes(changes)
         return plan
+
+
+def _text(name: str, value: str) -> None:
+    """InvalidRequest unless ``value`` is text that can be stored (see ``require_text``)."""
+    try:
+        require_text(value)
+    except ValueError as exc:
+        raise InvalidRequest(f"{name}: {exc}") from None
 
 
 def _expired(plan: Any) -> bool:

@@ -17,7 +17,7 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import quote_from_bytes
 
 from engram_ls.core.config import CONFIG_DIR, EngramConfig
-from engram_ls.core.errors import NotFound, OutsideVault
+from engram_ls.core.errors import InvalidRequest, NotFound, OutsideVault
 from engram_ls.core.globs import compile_glob
 
 ALWAYS_IGNORED_DIRS = frozenset({".git", CONFIG_DIR, "node_modules"})
@@ -90,11 +90,16 @@ class Vault:
         """Normalize an absolute or vault-relative path to a vault-relative POSIX path.
 
         Raises OutsideVault for anything that would leave the vault (``..``, another root,
-        NUL bytes). Does not require the path to exist and does not follow symlinks.
+        NUL bytes), InvalidRequest for a path no file can have (a lone surrogate). Does not
+        require the path to exist and does not follow symlinks.
         """
         raw = os.fspath(path)
         if "\x00" in raw:
             raise OutsideVault("path contains a NUL byte", data={"path": raw})
+        try:
+            os.fsencode(raw)
+        except UnicodeEncodeError:  # a lone surrogate from JSON ("\ud800"): no file has it
+            raise InvalidRequest(f"path is not valid text: {raw!r}") from None
         fast = _plain_rel(raw, self._root_s)
         if fast is not None:
             return fast

@@ -280,7 +280,6 @@ async def test_lsp_lone_surrogates_are_invalid_requests(vault_copy: Callable[[st
     [
         pytest.param([b"search", b"--tag", b"g\xffo", b"x"], id="tag"),
         pytest.param([b"search", b"--path", b"De\xffsign", b"x"], id="path"),
-        pytest.param([b"search", b"--mode", b"literal", b"\xff x"], id="query"),
         pytest.param([b"topics", b"--prefix", b"\xff"], id="topic-prefix"),
     ],
 )
