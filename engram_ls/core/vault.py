@@ -1,4 +1,5 @@
-"""The vault on disk: root discovery, walking with ignore rules, path containment, globs.
+"""The vault on disk: root discovery, walking with ignore rules (globs: ``core/globs.py``),
+path containment.
 
 Every path that leaves this module is vault-relative and POSIX-style (``area/2024/note.md``).
 """
