@@ -403,6 +403,7 @@ class IndexSearcher:
         inside = self.vault.inside(r.path for r in rows)
         hits: list[SearchHit] = []
         for r in rows:
+            plan.check()  # placing a snippet reads the note's body (up to 50 MB)
             if r.path not in inside:
                 continue
             topics = tuple(names.get(t.casefold(), t) for t in json.loads(r.topics_json))
