@@ -23,7 +23,9 @@ from lsprotocol import types
 from mcp import Client
 from pygls.exceptions import JsonRpcException
 
+from engram_ls.core.errors import ALL_ERRORS, EngramError
 from engram_ls.core.service import Engram
+from engram_ls.lsp.convert import to_jsonrpc_error
 from engram_ls.mcp_server.server import create_server
 from tests.conftest import EXAMPLE, copy_tree
 from tests.lsp.conftest import request, wait_ready
@@ -149,6 +151,13 @@ async def test_lsp_search_during_the_first_build_keeps_its_deadline(
             if isinstance(got, tuple):
                 assert -32099 <= got[0] <= -32000 and got[1] == "ENGRAM_TIMEOUT", got
             assert elapsed < 0.3 + 1.5, f"answered after {elapsed:.2f} s (deadline 0.3 s)"
+
+
+@pytest.mark.parametrize("error", ALL_ERRORS, ids=lambda cls: cls.code)
+def test_every_engram_error_has_a_valid_json_rpc_code(error: type[EngramError]) -> None:
+    exc = to_jsonrpc_error(error("x"))
+    assert exc.code == -32602 or -32099 <= exc.code <= -32000, exc.code
+    assert exc.data == {"code": error.code}
 
 
 def test_many_short_words_are_bounded(generated: Callable[..., Path]) -> None:
