@@ -51,7 +51,12 @@ class ScanSearcher:
             if self.vault.abs(plan.path).is_file():
                 return [plan.path] if self.vault.filter.is_note(plan.path) else []
             under = plan.path
-        return sorted(f.path for f in self.vault.walk(under))
+        found: list[str] = []
+        for f in self.vault.walk(under):
+            plan.check()  # a walk of a large vault takes seconds
+            if plan.path_kind != "glob" or plan.path_ok(f.path):
+                found.append(f.path)
+        return sorted(found)
 
     def _prefilter(self, plan: Plan, paths: list[str]) -> list[str]:
         """The files that can match a text query, found by ripgrep instead of parsing all.

@@ -43,6 +43,7 @@ from engram_ls.core.search import (
     SearchResponse,
     make_plan,
     parse_request,
+    require_text,
 )
 from engram_ls.core.sync import Change, ProgressFn, Syncer, SyncReport, read_note
 from engram_ls.core.vault import Vault, atomic_write, read_regular
@@ -359,6 +360,7 @@ class Engram:
         """
         if limit < 1 or limit > 10_000:
             raise InvalidRequest("limit must be between 1 and 10000")
+        _text("prefix", prefix)
         key = prefix.strip().lstrip("#").casefold()
         self._vault_present()
         self._check_file()
@@ -389,6 +391,7 @@ class Engram:
         Only ``.md`` paths inside the vault; an existing note is replaced only with
         ``overwrite``.
         """
+        _text("content", content)
         rel = self.vault.rel(path)
         if not rel or not self.vault.filter.is_note(rel):
             raise InvalidRequest(f"not a note path of this vault (a .md file, not hidden): {path}")
@@ -609,6 +612,14 @@ class Engram:
         changes += [Change("changed", f.path) for f in plan.files if f.path not in plan.moves]
         self.apply_changes(changes)
         return plan
+
+
+def _text(name: str, value: str) -> None:
+    """InvalidRequest unless ``value`` is text that can be stored (see ``require_text``)."""
+    try:
+        require_text(value)
+    except ValueError as exc:
+        raise InvalidRequest(f"{name}: {exc}") from None
 
 
 def _expired(plan: Any) -> bool:

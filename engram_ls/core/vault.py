@@ -1,4 +1,5 @@
-"""The vault on disk: root discovery, walking with ignore rules, path containment, globs.
+"""The vault on disk: root discovery, walking with ignore rules (globs: ``core/globs.py``),
+path containment.
 
 Every path that leaves this module is vault-relative and POSIX-style (``area/2024/note.md``).
 """
@@ -8,21 +9,19 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import re
 import stat as stat_mod
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from functools import lru_cache
 from operator import itemgetter
 from pathlib import Path, PurePosixPath
 from urllib.parse import quote_from_bytes
 
 from engram_ls.core.config import CONFIG_DIR, EngramConfig
-from engram_ls.core.errors import NotFound, OutsideVault
+from engram_ls.core.errors import InvalidRequest, NotFound, OutsideVault
+from engram_ls.core.globs import compile_glob
 
 ALWAYS_IGNORED_DIRS = frozenset({".git", CONFIG_DIR, "node_modules"})
-GLOB_CHARS = frozenset("*?[")
 
 
 def _is_folder(entry: os.DirEntry[str]) -> bool:
@@ -38,61 +37,6 @@ class FileStat:
     """Vault-relative POSIX path."""
     mtime_ns: int
     size: int
-
-
-@lru_cache(maxsize=256)
-def compile_glob(pattern: str) -> re.Pattern[str]:
-    """Compile a gitignore-like glob over vault-relative POSIX paths.
-
-    ``**`` matches any number of folders (including none), ``*`` and ``?`` never cross a ``/``,
-    ``[...]`` is a character class. A pattern without a ``/`` matches the name at any depth
-    (``*.tmp.md`` matches ``a/b/x.tmp.md``), as in ``.gitignore``.
-    """
-    pat = pattern.strip().lstrip("/")
-    if pat.startswith("./"):
-        pat = pat[2:]
-    if pat.endswith("/"):
-        pat += "**"
-    if "/" not in pat:
-        pat = "**/" + pat
-    out: list[str] = []
-    i, n = 0, len(pat)
-    while i < n:
-        c = pat[i]
-        if pat.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pat.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif c == "*":
-            out.append("[^/]*")
-            i += 1
-        elif c == "?":
-            out.append("[^/]")
-            i += 1
-        elif c == "[":
-            j = pat.find("]", i + 2 if pat[i + 1 : i + 2] in ("!", "]") else i + 1)
-            if j == -1:
-                out.append(re.escape(c))
-                i += 1
-            else:
-                body = pat[i + 1 : j]
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                out.append("[" + body.replace("\\", "\\\\") + "]")
-                i = j + 1
-        else:
-            out.append(re.escape(c))
-            i += 1
-    try:
-        return re.compile("".join(out) + r"\Z", re.DOTALL)
-    except re.error:
-        return re.compile(re.escape(pattern) + r"\Z")
-
-
-def is_glob(pattern: str) -> bool:
-    return any(ch in GLOB_CHARS for ch in pattern)
 
 
 class PathFilter:
@@ -147,11 +91,16 @@ class Vault:
         """Normalize an absolute or vault-relative path to a vault-relative POSIX path.
 
         Raises OutsideVault for anything that would leave the vault (``..``, another root,
-        NUL bytes). Does not require the path to exist and does not follow symlinks.
+        NUL bytes), InvalidRequest for a path no file can have (a lone surrogate). Does not
+        require the path to exist and does not follow symlinks.
         """
         raw = os.fspath(path)
         if "\x00" in raw:
             raise OutsideVault("path contains a NUL byte", data={"path": raw})
+        try:
+            os.fsencode(raw)
+        except UnicodeEncodeError:  # a lone surrogate from JSON ("\ud800"): no file has it
+            raise InvalidRequest(f"path is not valid text: {raw!r}") from None
         fast = _plain_rel(raw, self._root_s)
         if fast is not None:
             return fast

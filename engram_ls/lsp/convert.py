@@ -17,6 +17,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcServ
 
 from engram_ls.core.errors import (
     EngramError,
+    IndexStale,
     IndexUnavailable,
     InvalidRequest,
     LimitExceeded,
@@ -28,10 +29,16 @@ from engram_ls.core.errors import (
 from engram_ls.core.model import Problem
 from engram_ls.core.search import SearchHit, SearchResponse
 
-REQUEST_CANCELLED = -32800
 SERVER_ERROR = -32000
 
 _INVALID_PARAMS = (InvalidRequest, LimitExceeded, OutsideVault, UnsupportedMode, NotFound)
+SERVER_CODES: dict[type[EngramError], int] = {
+    IndexUnavailable: SERVER_ERROR - 1,
+    SearchTimeout: SERVER_ERROR - 2,
+    IndexStale: SERVER_ERROR - 3,
+}
+"""JSON-RPC codes (in the -32099..-32000 range for server errors) of the errors that are not
+a fault of the request; any other is -32000. A client's ``$/cancelRequest`` is -32800."""
 
 
 def uri_to_path(uri: str) -> Path | None:
@@ -54,12 +61,8 @@ def to_jsonrpc_error(exc: EngramError) -> JsonRpcException:
     data: dict[str, Any] = {"code": exc.code, **exc.data}
     if isinstance(exc, _INVALID_PARAMS):
         return JsonRpcInvalidParams(message=exc.message, data=data)
-    code = SERVER_ERROR - 1 if isinstance(exc, IndexUnavailable) else SERVER_ERROR
-    if isinstance(exc, SearchTimeout):
-        code = REQUEST_CANCELLED
-    err = JsonRpcServerError(exc.message, code)  # type: ignore[no-untyped-call]
-    err.data = data
-    return err
+    code = next((c for cls, c in SERVER_CODES.items() if isinstance(exc, cls)), SERVER_ERROR)
+    return JsonRpcServerError(exc.message, code, data)  # type: ignore[no-untyped-call]
 
 
 def hit_range(hit: SearchHit) -> dict[str, Any]:

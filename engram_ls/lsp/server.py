@@ -280,11 +280,13 @@ def create_server() -> EngramLanguageServer:
 
 class _ExpectedErrors(logging.Filter):
     """pygls logs every error response with a traceback; a request the client got wrong
-    (invalid params, cancelled, unknown id) is answered, not a server fault: one line at INFO."""
+    (invalid params, cancelled, unknown id) or one that ran past its deadline is answered, not
+    a server fault: one line at INFO."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
-        if isinstance(exc, JsonRpcInvalidParams | JsonRpcRequestCancelled):
+        timeout = isinstance(exc, JsonRpcException) and exc.data == {"code": "ENGRAM_TIMEOUT"}
+        if isinstance(exc, JsonRpcInvalidParams | JsonRpcRequestCancelled) or timeout:
             record.msg, record.args = "%s: %s", (record.getMessage(), exc)
             record.exc_info, record.exc_text = None, None
             record.levelno, record.levelname = logging.INFO, "INFO"

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
@@ -26,6 +27,7 @@ from engram_ls.core.service import Engram
 from engram_ls.core.vault import choose_vault_root, read_regular
 from engram_ls.core.watch import VaultWatcher
 from engram_ls.mcp_server.http import add_http_arguments, http_settings, serve_http
+from engram_ls.mcp_server.stdio import serve_stdio
 
 log = logging.getLogger("engram_ls.mcp")
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True)
@@ -306,7 +308,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if http is not None:
             serve_http(server, http)
         else:
-            server.run()
+            anyio.run(serve_stdio, server)
     finally:
         if watcher is not None:
             watcher.stop()

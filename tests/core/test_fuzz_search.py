@@ -27,9 +27,14 @@ _ATOMS = st.sampled_from(
         "title:", "body:", "{title body}:", "--help", "-rf", "; DROP TABLE notes;--", "\\",
         "\x00", "../", "..", "/etc/passwd", "%", "_", "memory", "python", "é", "\u200b", "🧠",
         "日本語", "ǅ", "[", "]", "{", "}", "|", ".*", "(?i)", "\\b",
+        # lone surrogates (JSON "\\ud800"), undecodable argv bytes (surrogateescape), globs
+        # that backtracked
+        "\ud800", "\udc00", "\udcff", "g\udcffo", "**/" * 40 + "x", "**/a/" * 20, "*a" * 30,
     ]
 )  # fmt: skip
-QUERIES = st.lists(st.one_of(_ATOMS, st.text(max_size=6)), max_size=8).map(" ".join)
+ANY_CHARS = st.text(st.one_of(st.characters(), st.characters(categories=["Cs"])), max_size=4)
+"""Text with any code point, lone surrogates included (plain ``st.text`` has none)."""
+QUERIES = st.lists(st.one_of(_ATOMS, st.text(max_size=6), ANY_CHARS), max_size=8).map(" ".join)
 SCALARS = st.one_of(
     st.none(),
     st.booleans(),

@@ -132,6 +132,16 @@ def test_garbage_does_not_stop_the_server(tmp_path: Path) -> None:
             b'{"jsonrpc": "2.0", "id": 10, "method": "engram/search",'
             b' "params": {"query": "\xed\xb3\xbf"}}',  # a lone surrogate, as UTF-8
             b"\xff\xfe\x00garbage",
+            # issue 13 item 9: lone surrogates as JSON escapes (typed errors below), truncated
+            # JSON and nesting deeper than the parser allows (dropped; the server goes on)
+            b'{"jsonrpc": "2.0", "id": 12, "method": "engram/search",'
+            b' "params": {"query": "\\udc00 x", "mode": "literal"}}',
+            b'{"jsonrpc": "2.0", "id": 13, "method": "engram/search",'
+            b' "params": {"query": "\\ud800", "mode": "regex"}}',
+            b'{"jsonrpc": "2.0", "id": 14, "method": "engram/search",'
+            b' "params": {"query": "x", "tags": ["g\\udcffo"], "path": "\\ud800/x"}}',
+            b'{"jsonrpc": "2.0", "id": 15, "method": "engram/sea',
+            b"[" * 100_000 + b"]" * 100_000,
         ]
         garbage += [rng.randbytes(rng.randint(1, 200)) for _ in range(20)]
         for body in garbage:
@@ -142,6 +152,10 @@ def test_garbage_does_not_stop_the_server(tmp_path: Path) -> None:
             assert "error" in client.response(id_), id_
         assert client.response(6)["error"]["code"] == -32601  # method not found
         assert client.response(9)["error"]["code"] == -32602  # invalid params
+        for id_ in (12, 13, 14):  # lone surrogates: a typed error, not -32603
+            error = client.response(id_)["error"]
+            assert error["code"] == -32602, error
+            assert error["data"]["code"] == "ENGRAM_INVALID_REQUEST", error
 
         # params are optional in JSON-RPC
         client.send({"id": 11, "method": "engram/status"})

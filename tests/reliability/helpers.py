@@ -60,15 +60,19 @@ def child_cli(*args: str) -> subprocess.Popen[bytes]:
 
 @contextlib.asynccontextmanager
 async def lsp_session(
-    roots: list[Path], preset: str = "neovim", env: dict[str, str] | None = None
+    roots: list[Path],
+    preset: str = "neovim",
+    env: dict[str, str] | None = None,
+    options: dict[str, Any] | None = None,
 ) -> AsyncIterator[LanguageClient]:
-    """A real ``engram-ls`` process, initialized with ``roots``; shut down (or killed) after."""
+    """A real ``engram-ls`` process, initialized with ``roots`` (and ``initializationOptions``);
+    shut down (or killed) after."""
     config = ClientServerConfig(
         server_command=SERVER, client_factory=make_client, server_env={**os.environ, **(env or {})}
     )
     client: Any = await config.start()
     try:
-        await start(client, roots, preset)
+        await start(client, roots, preset, options)
         yield client
         await asyncio.wait_for(client.shutdown_session(), 30)
     finally:

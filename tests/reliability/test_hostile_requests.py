@@ -82,9 +82,18 @@ def test_fts_quoting_never_makes_an_sqlite_syntax_error(fts: sqlite3.Connection,
 
 # -- MCP tool arguments -----------------------------------------------------------------------
 
+BAD_TEXT = st.sampled_from(["\ud800", "\udc00 x", "g\udcffo.md", "**/" * 40 + "x", "*a" * 30])
+"""Lone surrogates (JSON ``"\\ud800"``), undecodable bytes as Python holds them
+(surrogateescape) and globs that backtracked. Values only: the client cannot even encode a
+lone surrogate in an object key."""
 JSONISH = st.recursive(
     st.one_of(
-        st.none(), st.booleans(), st.integers(-(2**40), 2**40), st.floats(allow_nan=False), TEXT
+        st.none(),
+        st.booleans(),
+        st.integers(-(2**40), 2**40),
+        st.floats(allow_nan=False),
+        TEXT,
+        BAD_TEXT,
     ),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TEXT, inner, max_size=3),
     max_leaves=8,
@@ -126,7 +135,7 @@ def mcp_vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, 
 
 def _args(tool: str) -> st.SearchStrategy[dict[str, Any]]:
     keys = st.sampled_from(TOOL_ARGS[tool]) if TOOL_ARGS[tool] else st.nothing()
-    values = st.one_of(JSONISH, st.sampled_from(TRAVERSALS + INSIDE_ODDITIES))
+    values = st.one_of(JSONISH, BAD_TEXT, st.sampled_from(TRAVERSALS + INSIDE_ODDITIES))
     return st.dictionaries(st.one_of(keys, keys, TEXT), values, max_size=5)
 
 

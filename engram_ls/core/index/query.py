@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engram_ls.core.config import EngramConfig
+from engram_ls.core.globs import compile_glob
 from engram_ls.core.index.store import folder_range
 from engram_ls.core.search import (
     Plan,
@@ -28,7 +29,7 @@ from engram_ls.core.search import (
     newest_first,
     snippet_line,
 )
-from engram_ls.core.vault import Vault, compile_glob
+from engram_ls.core.vault import Vault
 
 BM25_WEIGHTS = (10.0, 5.0, 5.0, 1.0)
 """Column weights for title, summary, topics, body."""
@@ -394,6 +395,7 @@ class IndexSearcher:
         inside = self.vault.inside(r.path for r in rows)
         hits: list[SearchHit] = []
         for r in rows:
+            plan.check()  # placing a snippet reads the note's body (up to 50 MB)
             if r.path not in inside:
                 continue
             topics = tuple(names.get(t.casefold(), t) for t in json.loads(r.topics_json))
