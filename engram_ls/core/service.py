@@ -60,6 +60,20 @@ class TopicCount:
         return {"name": self.name, "notes": self.notes}
 
 
+@dataclass(frozen=True, slots=True)
+class Indexed:
+    """How a note that the service wrote reached the index. The note is on disk either way;
+    ``indexed`` is False when the index could not take it yet (full disk, lock held too long):
+    ``warning`` says so, and the index, marked behind, catches up (searches scan meanwhile)."""
+
+    generation: int
+    indexed: bool
+    warning: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"generation": self.generation, "indexed": self.indexed, "warning": self.warning}
+
+
 def default_index_path(root: Path, config: EngramConfig) -> Path:
     env = os.environ.get("ENGRAM_INDEX")
     if env:
@@ -372,11 +386,12 @@ class Engram:
         found.sort(key=lambda t: (-t.notes, t.name.casefold()))
         return found[:limit]
 
-    def write_note(self, path: str, content: str, *, overwrite: bool = False) -> SyncReport:
+    def write_note(self, path: str, content: str, *, overwrite: bool = False) -> Indexed:
         """Write a note (atomically) and index it before returning.
 
         Only ``.md`` paths inside the vault; an existing note is replaced only with
-        ``overwrite``.
+        ``overwrite``. Once the note is written nothing raises: an index that cannot take it
+        comes back as ``indexed: False`` (see ``Indexed``).
         """
         rel = self.vault.rel(path)
         if not rel or not self.vault.filter.is_note(rel):
@@ -392,13 +407,13 @@ class Engram:
             ) from None
         except OSError as exc:
             raise IndexUnavailable(f"cannot write {rel}: {exc.strerror or exc}") from exc
-        return self.apply_changes([Change("changed", rel)])
+        return self._index_written(rel)
 
-    def add_topics(self, path: str, topics: Sequence[str]) -> tuple[TopicEdit | None, int]:
+    def add_topics(self, path: str, topics: Sequence[str]) -> tuple[TopicEdit | None, Indexed]:
         """Add topics to a note's frontmatter (only its topic entry changes; the write is
         atomic and refused if the note changed meanwhile) and index it before returning.
 
-        Returns the edit (None when the note already had them) and the index generation.
+        Returns the edit (None when the note already had them) and how the index took it.
         """
         if not topics:
             raise InvalidRequest("give at least one topic")
@@ -406,9 +421,23 @@ class Engram:
             raise InvalidRequest(f"{len(topics)} topics given; at most 100 at once")
         edit = add_topics_to_file(self.vault.root, path, topics, self.config)
         if edit is None:
-            return None, self.status().generation
-        report = self.apply_changes([Change("changed", self.vault.rel(path))])
-        return edit, report.generation
+            return None, Indexed(self.status().generation, indexed=True)
+        return edit, self._index_written(self.vault.rel(path))
+
+    def _index_written(self, rel: str) -> Indexed:
+        """Index a note just written. The write happened: an index that cannot be updated is
+        reported as such, never as a failed write (the failure marked the index behind, so
+        the next write or catch-up reconciles it)."""
+        try:
+            report = self.apply_changes([Change("changed", rel)])
+        except IndexUnavailable as exc:
+            return Indexed(
+                self.status().generation,
+                indexed=False,
+                warning=f"{rel} was written, but the index could not be updated"
+                f" ({exc.message}); it will catch up, and searches read the files until then",
+            )
+        return Indexed(report.generation, indexed=True)
 
     def problems(self) -> list[dict[str, Any]]:
         """Every recorded note problem: ``{path, code, message, line}``, by path."""
@@ -606,4 +635,4 @@ def _expired(plan: Any) -> bool:
     return bool(time.monotonic() > plan.deadline)
 
 
-__all__ = ["Change", "Engram", "TopicCount", "default_index_path"]
+__all__ = ["Change", "Engram", "Indexed", "TopicCount", "default_index_path"]

@@ -218,9 +218,11 @@ def create_server(engram: Engram, *, allow_write: bool = False) -> MCPServer:
             ] = False,
         ) -> dict[str, Any]:
             """Create (or, with overwrite, replace) a note. The write is atomic and the note
-            is searchable when this returns."""
-            report = call(engram.write_note, path, content, overwrite=overwrite)
-            return {"path": engram.vault.rel(path), "generation": report.generation}
+            is searchable when this returns. `indexed: false` (with a `warning`) means the
+            note was written but the index could not be updated yet: it catches up by
+            itself, and searches read the files meanwhile. Do not write the note again."""
+            indexed = call(engram.write_note, path, content, overwrite=overwrite)
+            return {"path": engram.vault.rel(path), **indexed.to_dict()}
 
         @mcp.tool(annotations=WRITE)
         def add_topics(
@@ -230,13 +232,14 @@ def create_server(engram: Engram, *, allow_write: bool = False) -> MCPServer:
             """Add topics to a note's frontmatter. Only the topic entry's lines change (the
             rest of the note stays byte-identical, list style kept); a note without
             frontmatter gets one. Refused if the note changed while it was being edited.
-            The note is searchable by the new topics when this returns."""
-            edit, generation = call(engram.add_topics, path, topics)
+            The note is searchable by the new topics when this returns; `indexed: false`
+            (with a `warning`) means the note was edited but the index catches up later."""
+            edit, indexed = call(engram.add_topics, path, topics)
             return {
                 "path": engram.vault.rel(path),
                 "changed": edit is not None,
                 "topics": list(edit.topics) if edit is not None else None,
-                "generation": generation,
+                **indexed.to_dict(),
             }
 
     return mcp
