@@ -120,6 +120,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     try:
         if engram.unavailable:
             raise IndexUnavailable(engram.unavailable)
+        engram.verify()  # damage found is moved aside (and said on stderr): rebuilt below
         report = _sync(engram, full=args.full)
         assert report is not None
         status = engram.status()

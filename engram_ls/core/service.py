@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import os
 import sqlite3
 import threading
@@ -48,6 +49,8 @@ from engram_ls.core.sync import Change, ProgressFn, Syncer, SyncReport, read_not
 from engram_ls.core.vault import Vault, atomic_write, read_regular
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
+"""Damage itself is logged where the file is replaced (``Index._replace``)."""
 SERVABLE_STATES = frozenset({"ready", "stale"})
 
 
@@ -109,6 +112,8 @@ class Engram:
         full reconcile instead of just its own batch, so nothing that failed is lost."""
         self._lock = threading.RLock()
         self._opened = False
+        self.last_search = 0.0
+        """``time.monotonic()`` of the last search (background checks wait for a quiet time)."""
 
     @property
     def readable(self) -> bool:
@@ -208,8 +213,9 @@ class Engram:
                 self.behind = None
                 return result
             except sqlite3.DatabaseError as exc:
-                if db.is_corruption(exc) and attempt == 0:
-                    self.index.recover()
+                reason = db.damage(exc)
+                if reason is not None and attempt == 0:
+                    self.index.recover(reason, str(exc))
                     if not reconcile:
                         work = self.syncer.reconcile  # the new index holds nothing yet
                     continue
@@ -259,8 +265,9 @@ class Engram:
                     st = dataclasses.replace(st, state="stale")
                 return st
             except sqlite3.Error as exc:
-                if db.is_corruption(exc):
-                    self._recover_quietly()
+                reason = db.damage(exc)
+                if reason is not None:
+                    self._recover_quietly(reason, str(exc))
         return IndexStatus(
             state="failed" if self._opened else "empty",
             generation=0,
@@ -271,14 +278,40 @@ class Engram:
             path=str(self.index.path),
         )
 
-    def _recover_quietly(self) -> None:
+    def _recover_quietly(self, reason: str, detail: str) -> None:
+        """Replace a damaged index; searches scan until a write or ``catch_up`` rebuilds it."""
         with self._lock:
             self.behind = "the index was damaged and replaced"
             try:
-                self.index.recover()
+                self.index.recover(reason, detail)
                 self.unavailable = None
             except IndexUnavailable as exc:
                 self.unavailable = exc.message
+
+    def verify(self) -> tuple[str, str] | None:
+        """Check the whole index file (``PRAGMA quick_check`` on a connection of its own) and
+        answer damage as any query finding it would: the file is moved aside, an empty index
+        takes its place, the index is marked behind (searches scan until the next write or
+        ``catch_up`` rebuilds it). Returns (reason, what was found), or None when the file is
+        intact or cannot be checked now (not open, locked in exclusive mode elsewhere).
+
+        Reads every page (about 1 s at 100k notes): the servers run it in the background
+        (``core/check.py``); ``engram index`` before it reconciles.
+        """
+        if not self.readable:
+            return None
+        try:
+            found = self.index.quick_check()
+        except sqlite3.Error as exc:
+            log.info("the index %s could not be checked: %s", self.index.path, exc)
+            return None
+        if found is None:
+            return None
+        with self._lock:
+            if self.index.replaced_by_other():
+                return None  # another process replaced it meanwhile: the next read reopens
+            self._recover_quietly(*found)
+        return found
 
     def read_note(self, rel: str) -> Note | None:
         """Parse one note from disk (used by the scan path)."""
@@ -292,6 +325,7 @@ class Engram:
         cancel: threading.Event | None = None,
     ) -> SearchResponse:
         t0 = time.perf_counter()
+        self.last_search = time.monotonic()
         req = parse_request(request)
         self._vault_present()
         self._check_file()
@@ -343,8 +377,9 @@ class Engram:
 
     def _index_failure(self, exc: sqlite3.DatabaseError) -> IndexInfo:
         """The index could not answer: recover if it is damaged; the caller scans."""
-        if db.is_corruption(exc):
-            self._recover_quietly()
+        reason = db.damage(exc)
+        if reason is not None:
+            self._recover_quietly(reason, str(exc))
             return IndexInfo("failed", "scan", 0, None)
         if db.is_busy(exc):  # locked by another process: asking again would wait as long
             return IndexInfo("failed", "scan", 0, None)

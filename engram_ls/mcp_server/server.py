@@ -21,6 +21,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from engram_ls import __version__
+from engram_ls.core.check import IntegrityChecker
 from engram_ls.core.errors import EngramError, InvalidRequest, NotFound, OutsideVault
 from engram_ls.core.service import Engram
 from engram_ls.core.vault import choose_vault_root, read_regular
@@ -297,6 +298,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     watcher = None if args.no_watch else VaultWatcher(engram)
     if watcher is not None:
         watcher.start()
+    checker = IntegrityChecker(engram)
+    checker.start()
     server = create_server(engram, allow_write=args.allow_write)
     try:
         if args.http:
@@ -309,6 +312,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             server.run()
     finally:
+        checker.stop()
         if watcher is not None:
             watcher.stop()
     return 0
