@@ -193,9 +193,9 @@ def test_damage_in_the_middle_is_found_and_rebuilt_by_the_cli(
         _damage(idx, offset)  # the search rebuilt it: damage the new file too
         done = engram_cli("index", str(root), "--json")
         assert done.returncode == 0, done.stderr
-        assert "corrupt" in done.stderr, done.stderr
         report = json.loads(done.stdout)
         assert report["sync"]["parsed"] == 2000, report["sync"]
+        assert "corrupt" in done.stderr, done.stderr
         moved = report["status"]["moved_aside"]
         assert moved["reason"] == "corrupt" and moved["detail"], moved
         assert [str(p) for p in _copies(idx)] == [moved["path"]]
