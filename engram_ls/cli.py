@@ -217,6 +217,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     out.write(f"problems:   {status.problems}\n")
     out.write(f"generation: {status.generation}\n")
     out.write(f"updated:    {status.updated_at or 'never'}\n")
+    if status.moved_aside:
+        moved = status.moved_aside
+        out.write(f"moved aside: {moved['path']} ({moved['reason']}: {moved.get('detail')})\n")
     for p in problems:
         where = f"{p['path']}:{p['line']}" if p.get("line") else p["path"]
         out.write(f"{where}: {p['code']}: {p['message']}\n")

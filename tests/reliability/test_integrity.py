@@ -15,7 +15,7 @@ import os
 import sqlite3
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -23,7 +23,8 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from engram_ls.core.service import Engram
-from tests.reliability.helpers import PY, ROOT, engram_cli, grow, until
+from tests.lsp.conftest import request, wait_ready
+from tests.reliability.helpers import PY, ROOT, engram_cli, grow, lsp_session, server_alive, until
 from tests.reliability.oracle import assert_index_matches_vault
 
 OFFSETS = (65_536, 3_000_000, 5_000_000)
@@ -233,51 +234,98 @@ def test_damage_found_by_the_check_means_scan_until_rebuilt(
     assert_index_matches_vault(idx, root, tmp_path)
 
 
-async def test_damage_under_a_running_server_is_found_and_rebuilt(
-    generated: Callable[..., Path], tmp_path: Path
-) -> None:
-    """engram-mcp checks its index in the background (here every 0.5 s): random bytes written
-    into the file under it are found without any query meeting them; the file is moved aside
-    (status names it), searches give the fresh build's answers from then on (scanning until
-    the rebuild), the server rebuilds by itself, and damage again leaves one copy."""
+Status = Callable[[], Awaitable[dict[str, Any]]]
+Search = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+def _checked_vault(generated: Callable[..., Path]) -> Path:
+    """A 2,000-note vault, indexed by the CLI, whose servers check their index every 0.5 s."""
     root = generated(2000)
-    idx = root / ".engram" / "index.sqlite"
     (root / ".engram").mkdir()
     (root / ".engram" / "config.yaml").write_text(
         "limits:\n  check_interval_s: 0.5\n", encoding="utf-8"
     )
-    want = _expected(root, tmp_path)
     assert engram_cli("index", str(root)).returncode == 0
+    return root
+
+
+async def _damage_found_and_rebuilt(
+    root: Path, want: list[list[tuple[str, int]]], status: Status, search: Search
+) -> None:
+    """Damage the index of a running server twice; each time the server must find it by
+    itself (status names a new moved-aside copy), answer every search from then on as a fresh
+    build does (scanning until rebuilt), rebuild by itself, and keep one copy only."""
+    idx = root / ".engram" / "index.sqlite"
+    seen: set[str] = set()
+    for offset in OFFSETS[1:]:
+        _damage(idx, offset)
+
+        async def moved() -> Any:
+            path = ((await status()).get("moved_aside") or {}).get("path")
+            return path if path and path not in seen else None
+
+        seen.add(await until(moved, timeout=30))
+        deadline = time.monotonic() + 60
+        while True:
+            for q, expected in zip(QUERIES, want, strict=True):
+                res = await search(q)
+                assert _answers(res["results"]) == expected, (offset, q, res["index"])
+            st = await status()
+            if st["state"] == "ready" and res["index"]["served_by"] == "index":
+                break
+            assert time.monotonic() < deadline, st
+            await asyncio.sleep(0.1)
+        assert [str(p) for p in _copies(idx)] == [st["moved_aside"]["path"]]
+
+
+async def test_damage_under_a_running_mcp_server_is_found_and_rebuilt(
+    generated: Callable[..., Path], tmp_path: Path
+) -> None:
+    """engram-mcp checks its index in the background (here every 0.5 s): random bytes written
+    into the file under it are found without any query meeting them, said at WARNING, the file
+    moved aside (``index_status`` names it), every search from then on is right (scanning until
+    the rebuild), the server rebuilds by itself, and damage again leaves one copy."""
+    root = _checked_vault(generated)
+    want = _expected(root, tmp_path)
     log_file = tmp_path / "mcp.stderr"
     with open(log_file, "w", encoding="utf-8") as errlog:
         async with mcp_session(root, errlog=errlog) as client:
             assert (await tool(client, "index_status"))["state"] == "ready"
-            seen: set[str] = set()
-            for offset in OFFSETS[1:]:
-                _damage(idx, offset)
 
-                async def moved() -> Any:
-                    st = await tool(client, "index_status")
-                    path = (st.get("moved_aside") or {}).get("path")
-                    return path if path and path not in seen else None
+            async def status() -> dict[str, Any]:
+                st: dict[str, Any] = await tool(client, "index_status")
+                return st
 
-                seen.add(await until(moved, timeout=30))
-                # From here on every answer is right, whoever serves it.
-                served: set[str] = set()
-                deadline = time.monotonic() + 60
-                while True:
-                    for q, expected in zip(QUERIES, want, strict=True):
-                        res = await tool(client, "search_notes", q)
-                        served.add(res["index"]["served_by"])
-                        assert _answers(res["results"]) == expected, (offset, q, res["index"])
-                    st = await tool(client, "index_status")
-                    if st["state"] == "ready" and res["index"]["served_by"] == "index":
-                        break
-                    assert time.monotonic() < deadline, st
-                    await asyncio.sleep(0.1)
-                assert [str(p) for p in _copies(idx)] == [st["moved_aside"]["path"]]
+            async def search(q: dict[str, Any]) -> dict[str, Any]:
+                res: dict[str, Any] = await tool(client, "search_notes", q)
+                return res
+
+            await _damage_found_and_rebuilt(root, want, status, search)
     assert "WARNING" in log_file.read_text(encoding="utf-8")
-    assert_index_matches_vault(idx, root, tmp_path)
+    assert_index_matches_vault(root / ".engram" / "index.sqlite", root, tmp_path)
+
+
+async def test_damage_under_a_running_language_server_is_found_and_rebuilt(
+    generated: Callable[..., Path], tmp_path: Path
+) -> None:
+    """The same under engram-ls: ``engram/status`` names the moved-aside copy, every
+    ``engram/search`` from then on is right, and the server rebuilds by itself."""
+    root = _checked_vault(generated)
+    want = _expected(root, tmp_path)
+    async with lsp_session([root], "neovim") as client:
+        await wait_ready(client, timeout=60)
+
+        async def status() -> dict[str, Any]:
+            st: dict[str, Any] = (await request(client, "engram/status", {}))["vaults"][0]
+            return st
+
+        async def search(q: dict[str, Any]) -> dict[str, Any]:
+            res: dict[str, Any] = await request(client, "engram/search", q)
+            return res
+
+        await _damage_found_and_rebuilt(root, want, status, search)
+        assert server_alive(client)
+    assert_index_matches_vault(root / ".engram" / "index.sqlite", root, tmp_path)
 
 
 # -- 12: the -wal deleted under engram-mcp ----------------------------------------------------
