@@ -29,9 +29,10 @@ from engram_ls.core.model import Note
 log = logging.getLogger(__name__)
 OPEN_CHECK_BYTES = 32 * 1024 * 1024
 """Index files up to this size get a full ``PRAGMA quick_check`` every time they are opened
-(about 60 ms at this size: the check reads 500 MB/s here, warm); larger ones would delay a warm
-start by up to a second at 100k notes, so the servers check them in the background after
-opening (``core/check.py``) and ``engram index`` checks before it reconciles."""
+(about 60 ms at this size: the check reads ~600 MB/s here, warm); larger ones would delay a
+warm start by 0.6-0.8 s at 100k notes (482 MB; 2.5 s with a cold cache), past its 1.5 s
+target, so the servers check them in the background after opening (``core/check.py``) and
+``engram index`` checks before it reconciles."""
 
 State = Literal["empty", "building", "ready", "stale", "failed"]
 STATES: tuple[State, ...] = ("empty", "building", "ready", "stale", "failed")
