@@ -295,11 +295,12 @@ class Engram:
         ``catch_up`` rebuilds it). Returns (reason, what was found), or None when the file is
         intact or cannot be checked now (not open, locked in exclusive mode elsewhere).
 
-        Reads every page (about 1 s at 100k notes): the servers run it in the background
+        Reads every page (0.6-0.8 s at 100k notes): the servers run it in the background
         (``core/check.py``); ``engram index`` before it reconciles.
         """
         if not self.readable:
             return None
+        checked = self.index.opened_file()
         try:
             found = self.index.quick_check()
         except sqlite3.Error as exc:
@@ -308,8 +309,8 @@ class Engram:
         if found is None:
             return None
         with self._lock:
-            if self.index.replaced_by_other():
-                return None  # another process replaced it meanwhile: the next read reopens
+            if self.index.opened_file() != checked or self.index.replaced_by_other():
+                return None  # replaced meanwhile (by a query here, or another process)
             self._recover_quietly(*found)
         return found
 

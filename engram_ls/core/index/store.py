@@ -222,6 +222,10 @@ class Index:
             self.close()
         self.open()
 
+    def opened_file(self) -> int | None:
+        """The inode of the file opened last (it changes with every replacement)."""
+        return self._inode
+
     def quick_check(self) -> tuple[str, str] | None:
         """``db.quick_check`` of the file open now: (reason, detail) when it is damaged."""
         return db.quick_check(self.path)
