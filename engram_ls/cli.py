@@ -131,6 +131,7 @@ def cmd_index(args: argparse.Namespace) -> int:
             marker.mkdir(exist_ok=True)
         except OSError as exc:  # a read-only vault with --index elsewhere: name it next time
             _err(f"warning: cannot create {marker} ({exc.strerror}); name this vault explicitly")
+        engram.verify()  # damage found is moved aside (and said on stderr): rebuilt below
         report = _sync(engram, full=args.full)
         assert report is not None
         status = engram.status()
@@ -227,6 +228,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     out.write(f"problems:   {status.problems}\n")
     out.write(f"generation: {status.generation}\n")
     out.write(f"updated:    {status.updated_at or 'never'}\n")
+    if status.moved_aside:
+        moved = status.moved_aside
+        out.write(f"moved aside: {moved['path']} ({moved['reason']}: {moved.get('detail')})\n")
     for p in problems:
         where = f"{p['path']}:{p['line']}" if p.get("line") else p["path"]
         out.write(f"{where}: {p['code']}: {p['message']}\n")

@@ -32,6 +32,10 @@ class Limits(BaseModel):
     deadline_ms: int = Field(default=10_000, ge=10)
     workspace_symbols: int = Field(default=100, ge=1, le=1000)
     """Results of one ``workspace/symbol`` request (all vaults together)."""
+    check_interval_s: float = Field(default=600.0, ge=0)
+    """Seconds between the servers' background integrity checks of the index (``PRAGMA
+    quick_check``, about 1 s at 100k notes), run when no search came for a few seconds;
+    0: only the check right after the index is opened."""
 
 
 class EngramConfig(BaseModel):

@@ -219,6 +219,7 @@ class EngramLanguageServer(LanguageServer):
         result: SyncReport | None = None
         try:
             result = await self.run(partial(vault.engram.sync, progress=progress))
+            vault.start_checks()
         except Exception as exc:
             log.exception("building the index of %s failed", vault.root)
             self.message(f"Engram: indexing {vault.root} failed: {exc}", types.MessageType.Error)

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from engram_ls.core.check import IntegrityChecker
 from engram_ls.core.config import EngramConfig, load_config
 from engram_ls.core.errors import EngramError
 from engram_ls.core.service import Engram
@@ -45,6 +46,7 @@ class Vault:
         self._idle.set()
         self._flusher: asyncio.Task[None] | None = None
         self._retry: asyncio.Task[None] | None = None
+        self._checker: IntegrityChecker | None = None
         self.build: asyncio.Task[SyncReport | None] | None = None
         self.on_applied: Callable[[Vault, SyncReport], None] | None = None
 
@@ -106,6 +108,17 @@ class Vault:
                 self.on_applied(self, report)
             return
 
+    def start_checks(self) -> None:
+        """Check the index in the background now and every ``limits.check_interval_s``;
+        damage found is rebuilt through the retry path (searches scan meanwhile)."""
+        if self._checker is not None:
+            return
+        loop = asyncio.get_running_loop()
+        self._checker = IntegrityChecker(
+            self.engram, on_damage=lambda: loop.call_soon_threadsafe(self.retry_later)
+        )
+        self._checker.start()
+
     async def settled(self) -> None:
         """Wait until queued changes are in the index (not while the first build runs).
 
@@ -123,6 +136,8 @@ class Vault:
             self._flusher.cancel()
         if self._retry is not None:
             self._retry.cancel()
+        if self._checker is not None:
+            self._checker.stop()
         if self.build is not None:
             self.build.cancel()
 

@@ -22,6 +22,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from engram_ls import __version__
+from engram_ls.core.check import IntegrityChecker
 from engram_ls.core.errors import EngramError, InvalidRequest, NotFound, OutsideVault
 from engram_ls.core.service import Engram
 from engram_ls.core.vault import choose_vault_root, read_regular
@@ -221,9 +222,11 @@ def create_server(engram: Engram, *, allow_write: bool = False) -> MCPServer:
             ] = False,
         ) -> dict[str, Any]:
             """Create (or, with overwrite, replace) a note. The write is atomic and the note
-            is searchable when this returns."""
-            report = call(engram.write_note, path, content, overwrite=overwrite)
-            return {"path": engram.vault.rel(path), "generation": report.generation}
+            is searchable when this returns. `indexed: false` (with a `warning`) means the
+            note was written but the index could not be updated yet: it catches up by
+            itself, and searches read the files meanwhile. Do not write the note again."""
+            indexed = call(engram.write_note, path, content, overwrite=overwrite)
+            return {"path": engram.vault.rel(path), **indexed.to_dict()}
 
         @mcp.tool(annotations=WRITE)
         def add_topics(
@@ -233,13 +236,14 @@ def create_server(engram: Engram, *, allow_write: bool = False) -> MCPServer:
             """Add topics to a note's frontmatter. Only the topic entry's lines change (the
             rest of the note stays byte-identical, list style kept); a note without
             frontmatter gets one. Refused if the note changed while it was being edited.
-            The note is searchable by the new topics when this returns."""
-            edit, generation = call(engram.add_topics, path, topics)
+            The note is searchable by the new topics when this returns; `indexed: false`
+            (with a `warning`) means the note was edited but the index catches up later."""
+            edit, indexed = call(engram.add_topics, path, topics)
             return {
                 "path": engram.vault.rel(path),
                 "changed": edit is not None,
                 "topics": list(edit.topics) if edit is not None else None,
-                "generation": generation,
+                **indexed.to_dict(),
             }
 
     return mcp
@@ -303,6 +307,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     watcher = None if args.no_watch else VaultWatcher(engram)
     if watcher is not None:
         watcher.start()
+    checker = IntegrityChecker(engram)
+    checker.start()
     server = create_server(engram, allow_write=args.allow_write)
     try:
         if http is not None:
@@ -310,6 +316,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             anyio.run(serve_stdio, server)
     finally:
+        checker.stop()
         if watcher is not None:
             watcher.stop()
     return 0

@@ -50,6 +50,52 @@ def is_corruption(exc: BaseException) -> bool:
     return any(marker in text for marker in CORRUPTION_MARKERS)
 
 
+def damage(exc: BaseException) -> str | None:
+    """Why an sqlite error means the index must be replaced, or None when it does not.
+
+    ``corrupt``: the file is damaged or not ours. ``wal-lost``: its write-ahead log was deleted
+    or cut while the index was open (a new connection finds the log shorter than the shared
+    memory says: ``SQLITE_IOERR_SHORT_READ``); connections opened before keep writing to the
+    deleted log, so no connection of this process can be trusted to see what the others do.
+    """
+    if is_corruption(exc):
+        return "corrupt"
+    if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_IOERR_SHORT_READ:
+        return "wal-lost"
+    return None
+
+
+def quick_check(path: Path) -> tuple[str, str] | None:
+    """``PRAGMA quick_check`` of the file on a connection of its own (so that no page cached
+    by another connection hides damage on disk): None when intact, else (reason, what SQLite
+    reported), the reason as ``damage`` gives it.
+
+    It reads every page: 0.28 s for the 145 MB index of 30,000 notes here, 0.6-0.8 s for the
+    482 MB one of 100,000 notes (warm page cache; 2.5 s the first time, partly cold).
+    Raises the sqlite error when the file cannot be read for another reason (locked in
+    exclusive mode by another process).
+    """
+    try:
+        conn = connect(path)
+    except sqlite3.DatabaseError as exc:
+        reason = damage(exc)
+        if reason is None:
+            raise
+        return reason, str(exc)
+    try:
+        rows = [str(r[0]) for r in conn.execute("PRAGMA quick_check(5)")]
+    except sqlite3.DatabaseError as exc:
+        reason = damage(exc)
+        if reason is None:
+            raise
+        return reason, str(exc)
+    finally:
+        conn.close()
+    if rows == ["ok"]:
+        return None
+    return "corrupt", "; ".join(rows)[:500]
+
+
 def is_busy(exc: BaseException) -> bool:
     """True when an sqlite error means another connection holds the lock (try again later)."""
     if not isinstance(exc, sqlite3.OperationalError):
@@ -160,10 +206,15 @@ def read_tx(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
             conn.execute("COMMIT")
 
 
-def move_aside(path: Path, reason: str, keep: int = 2) -> Path | None:
-    """Rename a damaged index (and its -wal/-shm) out of the way; keep the newest ``keep``.
+def move_aside(path: Path, reason: str) -> Path | None:
+    """Rename a damaged index (and its -wal/-shm) out of the way, for inspection; every copy
+    moved aside before is deleted, so that repeated damage never fills the disk with
+    full-size copies. Returns the moved file (None when there was none, or it could only be
+    deleted). Nothing in the vault is touched.
 
-    Nothing in the vault is touched; the moved file stays for inspection.
+    Connections still open on the moved file keep reading it and, when closed, neither
+    checkpoint into it nor delete the new index's -wal/-shm (SQLite checks that the database
+    file was not moved before it does either).
     """
     if not path.exists():
         for suffix in ("-wal", "-shm"):
@@ -185,11 +236,9 @@ def move_aside(path: Path, reason: str, keep: int = 2) -> Path | None:
                 os.replace(side, Path(os.fspath(target) + suffix))
             else:
                 side.unlink()
-    old = sorted(
-        (p for p in path.parent.glob(f"{path.name}.*-*") if not p.name.endswith(("-wal", "-shm"))),
-        key=lambda p: p.stat().st_mtime if p.exists() else 0,
-    )
-    for stale in old[:-keep] if keep else old:
+    for stale in path.parent.glob(f"{path.name}.*-*"):
+        if stale.name.endswith(("-wal", "-shm")) or stale == target:
+            continue
         for suffix in ("", "-wal", "-shm"):
             with contextlib.suppress(OSError):
                 Path(os.fspath(stale) + suffix).unlink()

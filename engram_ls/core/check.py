@@ -1,0 +1,69 @@
+"""Background integrity checks of a vault's index, for the servers.
+
+``IntegrityChecker`` runs ``Engram.verify`` (``PRAGMA quick_check`` of the whole file) in a
+daemon thread: once right after it starts (the servers start it once the index is open and up to
+date: an index too large to check on every open is checked here), then every
+``limits.check_interval_s`` seconds at a quiet moment (no search for ``QUIET_S``; after a second
+interval without one, anyway). Damage found has been answered by ``verify`` (file moved aside,
+searches scan); the checker then has the index rebuilt: ``on_damage`` when given (the language
+server queues it on its event loop), else ``Engram.catch_up`` in this thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from engram_ls.core.errors import EngramError
+from engram_ls.core.service import Engram
+
+log = logging.getLogger(__name__)
+QUIET_S = 2.0
+"""A periodic check waits until no search came for this long (it competes for the disk)."""
+TICK_S = 0.5
+"""How often the thread looks whether a check is due."""
+
+
+class IntegrityChecker:
+    """Checks one vault's index now and then; ``stop`` ends the thread at its next tick."""
+
+    def __init__(self, engram: Engram, on_damage: Callable[[], object] | None = None) -> None:
+        self.engram = engram
+        self.on_damage = on_damage
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="engram-check", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _run(self) -> None:
+        interval = self.engram.config.limits.check_interval_s
+        self._check()
+        if interval <= 0:
+            return
+        due = time.monotonic() + interval
+        while not self._stop.wait(min(TICK_S, interval)):
+            now = time.monotonic()
+            quiet = now - self.engram.last_search >= QUIET_S
+            if now >= due and (quiet or now >= due + interval):
+                self._check()
+                due = time.monotonic() + interval
+
+    def _check(self) -> None:
+        if self.engram.behind is not None:
+            return  # being caught up (or rebuilt): checked at the next turn
+        try:
+            if self.engram.verify() is None:
+                return
+            if self.on_damage is not None:
+                self.on_damage()
+            else:
+                self.engram.catch_up()
+        except EngramError as exc:
+            log.warning("the index of %s could not be rebuilt yet: %s", self.engram.vault.root, exc)
