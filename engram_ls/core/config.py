@@ -89,11 +89,20 @@ def config_from_mapping(raw: Any) -> tuple[EngramConfig, list[str]]:
     return EngramConfig(), warnings
 
 
+CONFIG_MAX_BYTES = 1024 * 1024
+"""A config file larger than this is not read (defaults apply, with a warning)."""
+
+
 def read_config_file(vault_root: Path) -> tuple[dict[str, Any], list[str]]:
     """The raw mapping of ``<vault>/.engram/config.yaml`` ({} when absent or unreadable)."""
+    from engram_ls.core.vault import read_regular  # vault.py imports this module
+
     path = vault_root / CONFIG_DIR / CONFIG_FILE
     try:
-        text = path.read_text(encoding="utf-8")
+        data = read_regular(path, CONFIG_MAX_BYTES + 1)
+        if len(data) > CONFIG_MAX_BYTES:
+            raise OSError(f"larger than {CONFIG_MAX_BYTES} bytes")
+        text = data.decode("utf-8")
     except FileNotFoundError:
         return {}, []
     except (OSError, UnicodeDecodeError) as exc:

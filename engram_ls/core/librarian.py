@@ -42,7 +42,6 @@ import json
 import math
 import os
 import re
-import stat as stat_mod
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -53,10 +52,10 @@ from typing import Any, Literal
 import yaml
 
 from engram_ls.core.config import EngramConfig, load_config
-from engram_ls.core.errors import EngramError, InvalidRequest, NotFound
+from engram_ls.core.errors import EngramError, InvalidRequest, LimitExceeded, NotFound
 from engram_ls.core.frontmatter import parse_frontmatter, split_frontmatter
 from engram_ls.core.parse import parse_note
-from engram_ls.core.vault import Vault, atomic_write
+from engram_ls.core.vault import Vault
 
 try:
     from yaml import CSafeLoader as _YamlLoader
@@ -255,9 +254,8 @@ def add_topics_to_file(
     rel_path = vault.rel(rel)
     if not rel_path or not vault.filter.is_note(rel_path):
         raise InvalidRequest(f"not a note path of this vault (a .md file, not hidden): {rel}")
-    real = vault.resolve_inside(rel_path)
     try:
-        data, st = _read(real)
+        data, st = _read(vault, rel_path)
     except FileNotFoundError:
         raise NotFound(f"no such note: {rel_path}", data={"path": rel_path}) from None
     except OSError as exc:
@@ -269,14 +267,24 @@ def add_topics_to_file(
     edit = add_topics_edit(text, add, config)
     if edit is None:
         return None
-    _replace_if_unchanged(real, rel_path, data, st, edit.apply(text).encode("utf-8"))
+    _replace_if_unchanged(vault, rel_path, data, st, edit.apply(text).encode("utf-8"))
     return edit
 
 
-def _read(path: Path) -> tuple[bytes, os.stat_result]:
-    with open(path, "rb") as fh:
-        st = os.fstat(fh.fileno())
-        return fh.read(), st
+MAX_EDIT_BYTES = 64 * 1024 * 1024
+"""A note larger than this is not edited: it is read through the vault's one reader (regular
+files only: a FIFO or a device named ``x.md`` never blocks or floods it) with this cap, so
+no file can make an edit hold more than this in memory."""
+
+
+def _read(vault: Vault, rel: str) -> tuple[bytes, os.stat_result]:
+    data, st = vault.read(rel, MAX_EDIT_BYTES + 1)
+    if len(data) > MAX_EDIT_BYTES:
+        raise LimitExceeded(
+            f"{rel} is larger than {MAX_EDIT_BYTES // (1024 * 1024)} MiB; it is not edited",
+            data={"path": rel, "max_bytes": MAX_EDIT_BYTES},
+        )
+    return data, st
 
 
 def _undecodable(data: bytes) -> tuple[str, str] | None:
@@ -291,19 +299,17 @@ def _undecodable(data: bytes) -> tuple[str, str] | None:
 
 
 def _replace_if_unchanged(
-    path: Path, rel: str, old: bytes, old_stat: os.stat_result, new: bytes
+    vault: Vault, rel: str, old: bytes, old_stat: os.stat_result, new: bytes
 ) -> None:
-    """Atomically replace ``path`` by ``new`` if it still holds ``old`` (else NoteChanged);
+    """Atomically replace note ``rel`` by ``new`` if it still holds ``old`` (else NoteChanged);
     the note keeps its permissions."""
 
     def unchanged() -> None:
         try:
-            now = os.stat(path)
+            data, now = vault.read(rel, len(old) + 1)
             same = (now.st_mtime_ns, now.st_size) == (old_stat.st_mtime_ns, old_stat.st_size)
-            if same:
-                with open(path, "rb") as fh:
-                    same = fh.read() == old
-        except FileNotFoundError:
+            same = same and data == old
+        except OSError:  # gone, or no longer a regular file
             same = False
         if not same:
             raise NoteChanged(
@@ -311,9 +317,7 @@ def _replace_if_unchanged(
                 data={"path": rel},
             )
 
-    atomic_write(
-        path, new, overwrite=True, mode=stat_mod.S_IMODE(old_stat.st_mode), check=unchanged
-    )
+    vault.write(rel, new, overwrite=True, check=unchanged)
 
 
 # --- the librarian -------------------------------------------------------------------------
@@ -470,8 +474,7 @@ class Librarian:
 
     def _one(self, rel: str, apply: bool, qrel: str | None) -> NoteOutcome | None:
         try:
-            real = self.vault.resolve_inside(rel)
-            data, st = _read(real)
+            data, st = _read(self.vault, rel)
         except EngramError as exc:
             return NoteOutcome(rel, "failed", message=exc.message)
         except OSError as exc:
@@ -499,7 +502,7 @@ class Librarian:
         if self.before_write is not None:
             self.before_write(rel)
         try:
-            _replace_if_unchanged(real, rel, data, st, edit.apply(text).encode("utf-8"))
+            _replace_if_unchanged(self.vault, rel, data, st, edit.apply(text).encode("utf-8"))
         except NoteChanged as exc:
             return NoteOutcome(rel, "skipped-changed", gained, message=exc.message)
         except OSError as exc:
@@ -510,12 +513,9 @@ class Librarian:
         target_rel = self._free_target(qrel, rel)
         if not apply:
             return NoteOutcome(rel, "quarantine-planned", message=reason[1], moved_to=target_rel)
-        source = self.vault.abs(rel)
-        target = self.vault.abs(target_rel)
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            _move_no_clobber(source, target)
-        except OSError as exc:
+            self.vault.move(rel, target_rel)
+        except (OSError, EngramError) as exc:
             return NoteOutcome(rel, "failed", message=f"could not quarantine: {exc}")
         entry = {
             "at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -552,25 +552,6 @@ class Librarian:
             if not os.path.lexists(self.vault.abs(candidate)):
                 return candidate
         raise InvalidRequest(f"no free name for {rel} in the quarantine folder")
-
-
-def _move_no_clobber(source: Path, target: Path) -> None:
-    """Move a file without ever replacing an existing one (hard link, then unlink)."""
-    if os.link not in os.supports_follow_symlinks:  # cannot link a symlink itself here
-        if os.path.lexists(target):
-            raise FileExistsError(str(target))
-        os.rename(source, target)
-        return
-    try:
-        os.link(source, target, follow_symlinks=False)
-    except FileExistsError:
-        raise
-    except OSError as exc:
-        if os.path.lexists(target):  # pragma: no cover - raced by another writer
-            raise FileExistsError(str(target)) from exc
-        os.rename(source, target)  # no hard links here (another file system, FAT, ...)
-        return
-    os.unlink(source)
 
 
 # --- text internals ------------------------------------------------------------------------

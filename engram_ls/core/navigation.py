@@ -137,8 +137,7 @@ def _names(queries: LinkQueries, note: NoteRef) -> set[str]:
 def read_file_text(vault: Vault, rel: str) -> str | None:
     """A note's text, or None when it cannot be read or is not UTF-8 (never rewritten)."""
     try:
-        data = vault.resolve_inside(rel).read_bytes()
-        return data.decode("utf-8")
+        return vault.read(rel)[0].decode("utf-8")
     except (OSError, UnicodeDecodeError, ValueError, EngramError):
         return None
 

@@ -47,7 +47,7 @@ from engram_ls.core.search import (
     require_text,
 )
 from engram_ls.core.sync import Change, ProgressFn, Syncer, SyncReport, read_note
-from engram_ls.core.vault import Vault, atomic_write, read_regular
+from engram_ls.core.vault import Vault
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -446,11 +446,8 @@ class Engram:
         rel = self.vault.rel(path)
         if not rel or not self.vault.filter.is_note(rel):
             raise InvalidRequest(f"not a note path of this vault (a .md file, not hidden): {path}")
-        target = self.vault.resolve_inside(rel)
-        if target.is_dir():
-            raise InvalidRequest(f"{rel} is a folder")
         try:
-            atomic_write(target, content.encode("utf-8"), overwrite=overwrite)
+            self.vault.write(rel, content.encode("utf-8"), overwrite=overwrite)
         except FileExistsError:
             raise InvalidRequest(
                 f"{rel} exists; pass overwrite=true to replace it", data={"path": rel}
@@ -550,8 +547,8 @@ class Engram:
 
     def _topic_line(self, rel: str, topic: str) -> int:
         try:
-            head = read_regular(self.vault.root / rel, sym.TOPIC_READ_BYTES)
-        except OSError:
+            head = self.vault.read(rel, sym.TOPIC_READ_BYTES)[0]
+        except (OSError, EngramError):
             return 1
         return sym.topic_line(head.decode("utf-8", errors="replace"), topic)
 
@@ -645,6 +642,8 @@ class Engram:
         if not old_rel or not source.exists():
             raise NotFound(f"nothing to move at {old_rel or old}", data={"path": old_rel})
         self.vault.resolve_inside(old_rel)
+        self.vault.check_folders(old_rel)  # early answers; the move itself checks again
+        self.vault.check_folders(new_rel)
         target = self.vault.abs(new_rel)
         if target.exists() or target.is_symlink():
             raise InvalidRequest(f"{new_rel} exists already", data={"path": new_rel})
@@ -656,19 +655,19 @@ class Engram:
         if dry_run:
             return plan
         for edits in plan.files:
-            path = self.vault.resolve_inside(edits.path)
             if self.read_text(edits.path) != edits.text:
                 raise InvalidRequest(
                     f"{edits.path} changed while the move was planned; nothing was moved",
                     data={"path": edits.path},
                 )
             try:
-                atomic_write(path, edits.new_text.encode("utf-8"), overwrite=True)
+                self.vault.write(edits.path, edits.new_text.encode("utf-8"), overwrite=True)
             except OSError as exc:
                 raise IndexUnavailable(f"cannot write {edits.path}: {exc.strerror or exc}") from exc
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.rename(source, target)
+            self.vault.move(old_rel, new_rel)
+        except FileExistsError:
+            raise InvalidRequest(f"{new_rel} exists already", data={"path": new_rel}) from None
         except OSError as exc:
             raise InvalidRequest(
                 f"cannot move {old_rel} to {new_rel}: {exc.strerror or exc}"

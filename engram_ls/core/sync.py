@@ -17,7 +17,6 @@ import itertools
 import json
 import os
 import signal
-import stat as stat_mod
 import sys
 import threading
 import time
@@ -28,11 +27,12 @@ from multiprocessing import get_context
 from typing import Literal, NamedTuple
 
 from engram_ls.core.config import EngramConfig
+from engram_ls.core.errors import OutsideVault
 from engram_ls.core.index import db
 from engram_ls.core.index.store import Batch, Index, IndexStatus, NoteRows, State, note_rows
 from engram_ls.core.model import Note
 from engram_ls.core.parse import parse_note
-from engram_ls.core.vault import FileStat, Vault
+from engram_ls.core.vault import FileStat, Vault, read_in
 
 PARSE_VERSION = 2
 """Bump when parsing changes what it extracts: indexes built by older code are re-parsed."""
@@ -135,22 +135,16 @@ Parsed = tuple[FileStat, bytes, Note | None]
 def read_note(
     root: str, rel: str, config: EngramConfig, known: bytes | None = None
 ) -> Parsed | None:
-    """Read, hash and parse one file; None when it vanished, cannot be read or is no longer a
-    regular file (a FIFO put in its place between the walk and the read must not block).
+    """Read, hash and parse one file; None when it vanished, cannot be read, is no longer a
+    regular file (a FIFO put in its place between the walk and the read must not block), or
+    is now reached through a symlinked folder or a symlink leaving the vault (read through
+    ``vault.read_in``, which checks that at the moment of the open).
 
     The stat stored is taken from the open file, so it describes exactly the bytes parsed.
     """
     try:
-        fd = os.open(os.path.join(root, rel), os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        with open(fd, "rb", closefd=True) as fh:
-            st = os.fstat(fh.fileno())
-            if not stat_mod.S_ISREG(st.st_mode):
-                return None
-            data = fh.read()
-    except OSError:
+        data, st = read_in(root, rel)
+    except (OSError, OutsideVault):
         return None
     fs = FileStat(rel, st.st_mtime_ns, st.st_size)
     h = digest(data)

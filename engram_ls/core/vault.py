@@ -2,6 +2,22 @@
 path containment.
 
 Every path that leaves this module is vault-relative and POSIX-style (``area/2024/note.md``).
+
+Containment is checked at the moment of use, never only before: every read, stat, write,
+move and folder scan of a note goes through the functions under "containment" below
+(``open_in``, ``stat_in``, ``read_in``, ``write_in``, ``move_in``, the walk), which open each
+folder from the vault root down with ``O_NOFOLLOW | O_DIRECTORY`` relative to its parent's
+descriptor and act on the file relative to the last one. A folder swapped for a symlink
+after any check is still refused, because the check *is* the open.
+
+Why not Linux ``openat2(RESOLVE_BENEATH)`` through ctypes: it follows symlinked folders that
+stay inside the vault, which the walk has never entered, so reads and event paths would see
+notes a cold build does not index (and the index must equal a fresh build); it is Linux-only
+(a portable fallback would be this code anyway). ``openat`` with ``O_NOFOLLOW`` is POSIX and
+gives exactly the walk's meaning: no symlinked folder is ever entered; a symlinked *file*
+counts when its target is inside the vault, which is mapped to a vault path with
+``realpath`` and then opened through descriptors with ``O_NOFOLLOW`` again, so a target
+swapped after the mapping is refused (or mapped again), never followed out.
 """
 
 from __future__ import annotations
@@ -9,11 +25,10 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import secrets
 import stat as stat_mod
-import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from operator import itemgetter
 from pathlib import Path, PurePosixPath
 from urllib.parse import quote_from_bytes
 
@@ -183,24 +198,12 @@ class Vault:
         """Every note under ``under`` (a vault-relative folder), with mtime and size, in no
         particular order.
 
-        Symlinked folders are not entered (no loops, no escapes); a symlinked file counts only
-        when its target is inside the vault. Unreadable folders are skipped.
+        Folders are scanned through descriptors opened without following symlinks, so a
+        symlinked folder is never entered (no loops, no escapes), even one swapped in while
+        the walk runs; a symlinked file counts only when its target is inside the vault.
+        Unreadable folders are skipped.
         """
-        stack: list[tuple[str, str]] = [(os.fspath(self.abs(under)), under)]
-        while stack:
-            abs_dir, rel_dir = stack.pop()
-            try:
-                it = os.scandir(abs_dir)
-            except OSError:
-                continue
-            with it:
-                for entry in it:
-                    rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
-                    got = self._entry(entry, rel)
-                    if got is True:
-                        stack.append((entry.path, rel))
-                    elif got:
-                        yield got
+        return self._walk(under, ordered=False)
 
     def walk_sorted(self, under: str = "") -> Iterator[FileStat]:
         """The notes of ``walk``, in the order of their paths: Python's ``str`` order, which is
@@ -211,69 +214,110 @@ class Vault:
         as ``x/``: every path under it shares that prefix, and no name holds a ``/``, so the
         folder's block of paths falls exactly where ``x/`` falls among its siblings.
         """
+        return self._walk(under, ordered=True)
 
-        def listing(abs_dir: str) -> list[tuple[str, os.DirEntry[str]]]:
-            """A folder's entries, last first (popped as they are visited, so that the stat
-            each caches goes with it)."""
-            try:
-                with os.scandir(abs_dir) as it:
-                    keyed = [(f"{e.name}/" if _is_folder(e) else e.name, e) for e in it]
-            except OSError:
-                return []
-            keyed.sort(key=itemgetter(0), reverse=True)
-            return keyed
-
-        stack = [(under, listing(os.fspath(self.abs(under))))]
-        while stack:
-            rel_dir, entries = stack[-1]
-            if not entries:
-                stack.pop()
-                continue
-            entry = entries.pop()[1]
-            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
-            got = self._entry(entry, rel)
-            if got is True:
-                stack.append((rel, listing(entry.path)))
-            elif got:
-                yield got
-
-    def _entry(self, entry: os.DirEntry[str], rel: str) -> FileStat | bool:
-        """What the walk makes of one entry: a note's stat, True for a folder to enter, or
-        False (anything else: excluded, not a note, unreadable, a symlink leaving the vault)."""
-        name = entry.name
+    def _walk(self, under: str, *, ordered: bool) -> Iterator[FileStat]:
+        """Depth first, holding a descriptor for each folder on the current path only."""
         try:
-            if entry.is_dir(follow_symlinks=False):
-                return not self.filter.dir_excluded(rel)
-            if not name.endswith(".md") or name.startswith("."):
-                return False
-            if entry.is_symlink():
-                if not self.contains(rel):
-                    return False
-                st = os.stat(entry.path)
-            else:
-                st = entry.stat(follow_symlinks=False)
+            top = _open_folder(self._root_s, under.split("/") if under else [])
         except OSError:
-            return False
+            return
+        stack: list[tuple[str, int, list[tuple[str, bool]]]] = []
+        try:
+            stack.append((under, top, _listing(top, ordered)))
+            while stack:
+                rel_dir, dfd, entries = stack[-1]
+                if not entries:
+                    stack.pop()
+                    os.close(dfd)
+                    continue
+                name, is_dir = entries.pop()
+                rel = f"{rel_dir}/{name}" if rel_dir else name
+                if is_dir:
+                    if self.filter.dir_excluded(rel):
+                        continue
+                    try:
+                        sub = os.open(name, _DIR_FLAGS, dir_fd=dfd)
+                    except OSError:  # gone, unreadable, or swapped for a symlink meanwhile
+                        continue
+                    stack.append((rel, sub, _listing(sub, ordered)))
+                    continue
+                got = self._file_at(dfd, name, rel)
+                if got is not None:
+                    yield got
+        finally:
+            for _, fd, _ in stack:
+                os.close(fd)
+
+    def _file_at(self, dfd: int, name: str, rel: str) -> FileStat | None:
+        """The stat of note ``rel`` (``name`` in the folder open as ``dfd``); None for anything
+        else (not a note, excluded, not a regular file, a symlink leaving the vault)."""
+        if not name.endswith(".md") or name.startswith("."):
+            return None
+        try:
+            st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+            if stat_mod.S_ISLNK(st.st_mode):
+                st = stat_in(self._root_s, rel)
+        except (OSError, OutsideVault):
+            return None
         if not stat_mod.S_ISREG(st.st_mode) or not self.filter.file_matches(rel):
-            return False
+            return None
         return FileStat(rel, st.st_mtime_ns, st.st_size)
 
     def stat(self, rel_path: str) -> FileStat | None:
-        """Stat one note; None when it is missing, not a regular file, or not a note."""
+        """Stat one note; None when it is missing, not a regular file, not a note, or reached
+        through a symlinked folder (which the walk never enters) or a symlink leaving the
+        vault: what enters the index from an event is what a cold walk would find."""
         if not self.filter.is_note(rel_path):
             return None
-        p = f"{self._root_s}/{rel_path}" if rel_path else self._root_s
         try:
-            st = os.lstat(p)
-            if stat_mod.S_ISLNK(st.st_mode):
-                if not self.contains(rel_path):
-                    return None
-                st = os.stat(p)
-        except OSError:
+            st = stat_in(self._root_s, rel_path)
+        except (OSError, OutsideVault):
             return None
         if not stat_mod.S_ISREG(st.st_mode):
             return None
         return FileStat(rel_path, st.st_mtime_ns, st.st_size)
+
+    # -- file operations (all through ``open_in`` and friends below) -----------------------
+
+    def read(self, rel_path: str, limit: int = -1) -> tuple[bytes, os.stat_result]:
+        """The bytes (at most ``limit``) and stat of a regular vault file. OutsideVault when the
+        path leaves the vault (``..``, a symlinked folder, a symlink out); OSError when it is
+        missing or not a regular file (a FIFO or device never blocks or floods the reader)."""
+        return read_in(self._root_s, self.rel(rel_path), limit)
+
+    def write(
+        self,
+        rel_path: str,
+        data: bytes,
+        *,
+        overwrite: bool,
+        check: Callable[[], None] | None = None,
+    ) -> None:
+        """Write a vault file atomically (``write_in``)."""
+        write_in(self._root_s, self.rel(rel_path), data, overwrite=overwrite, check=check)
+
+    def check_folders(self, rel_path: str) -> None:
+        """Refuse (OutsideVault) a path whose existing folders include a symlink or a file:
+        the early answer of a write or move, before any work; the operation checks again."""
+        check_folders(self._root_s, self.rel(rel_path))
+
+    def move(self, old: str, new: str) -> None:
+        """Move a vault file or folder without replacing anything (``move_in``)."""
+        move_in(self._root_s, self.rel(old), self.rel(new))
+
+
+def _listing(dfd: int, ordered: bool) -> list[tuple[str, bool]]:
+    """(name, is a folder) of the entries of the folder open as ``dfd``, last first when
+    ``ordered`` (popped as they are visited); empty when it cannot be listed."""
+    try:
+        with os.scandir(dfd) as it:
+            items = [(e.name, _is_folder(e)) for e in it]
+    except OSError:
+        return []
+    if ordered:
+        items.sort(key=lambda item: f"{item[0]}/" if item[1] else item[0], reverse=True)
+    return items
 
 
 def _plain_rel(raw: str, root: str) -> str | None:
@@ -291,56 +335,309 @@ def _plain_rel(raw: str, root: str) -> str | None:
     return raw
 
 
-def read_regular(path: str | os.PathLike[str], limit: int = -1) -> bytes:
-    """The bytes of a regular file (at most ``limit``). Anything else (a FIFO, a device, a
-    folder put where a note was) raises OSError instead of blocking or reading forever."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+# --- containment (see the module docstring) ------------------------------------------------
+
+_ROOT_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+_DIR_FLAGS = _ROOT_FLAGS | os.O_NOFOLLOW
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_LINK_ERRNOS = frozenset({errno.ELOOP, errno.EMLINK, errno.ENOTDIR})
+"""What ``open(O_NOFOLLOW)`` of a symlink gives (Linux ELOOP, FreeBSD EMLINK; ENOTDIR for a
+symlink opened as a folder)."""
+MAX_LINK_HOPS = 8
+"""Symlinked files followed one after another before a path counts as a loop."""
+
+
+def _split(rel: str) -> tuple[list[str], str]:
+    """(folders, name) of a vault-relative POSIX path."""
+    folder, _, name = rel.rpartition("/")
+    return (folder.split("/") if folder else []), name
+
+
+def _open_folder(root: str, parts: Sequence[str], *, create: bool = False) -> int:
+    """A descriptor of the vault folder ``parts`` (a list of names), opened from the root one
+    component at a time without following symlinks; with ``create``, missing folders are made
+    on the way (``mkdirat``: a name that appears as a symlink meanwhile is refused, not
+    followed). OSError (ELOOP, ENOTDIR) for a folder that is a symlink or not a folder."""
+    fd = os.open(root, _ROOT_FLAGS)
+    try:
+        for name in parts:
+            if create:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(name, dir_fd=fd)
+            nxt = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def check_folders(root: str, rel: str) -> None:
+    """OutsideVault when a folder of ``rel`` that exists is a symlink or not a folder."""
+    parts, _ = _split(rel)
+    fd = os.open(root, _ROOT_FLAGS)
+    try:
+        for name in parts:
+            try:
+                nxt = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                return
+            except OSError as exc:
+                if exc.errno in _LINK_ERRNOS:
+                    raise _refusal(rel, exc) from None
+                raise
+            os.close(fd)
+            fd = nxt
+    finally:
+        os.close(fd)
+
+
+def _link_rel(root: str, rel: str) -> str:
+    """The vault path a symlinked note ``rel`` points at (OutsideVault when outside)."""
+    real = os.path.realpath(os.path.join(root, rel))
+    if not real.startswith(root + os.sep):
+        raise OutsideVault(f"path resolves outside the vault: {rel}", data={"path": rel})
+    return real[len(root) + 1 :].replace(os.sep, "/")
+
+
+def _refusal(rel: str, exc: OSError) -> OutsideVault:
+    return OutsideVault(
+        f"path goes through a symlinked folder or is not a file: {rel}",
+        data={"path": rel, "reason": exc.strerror or str(exc)},
+    )
+
+
+def open_in(root: str, rel: str) -> int:
+    """A read-only, non-blocking descriptor of vault file ``rel`` (``root``: the vault's real
+    path). No folder on the way may be a symlink (OutsideVault); a symlinked file is followed
+    only to a target inside the vault. FileNotFoundError when it is missing; the caller checks
+    the file type (a FIFO or a device opens, without blocking)."""
+    hops = 0
+    while True:
+        parts, name = _split(rel)
+        try:
+            dfd = _open_folder(root, parts)
+        except OSError as exc:
+            if exc.errno in _LINK_ERRNOS:
+                raise _refusal(rel, exc) from None
+            raise
+        try:
+            return os.open(name, _READ_FLAGS, dir_fd=dfd)
+        except OSError as exc:
+            if exc.errno not in _LINK_ERRNOS:
+                raise
+            if not stat_mod.S_ISLNK(os.stat(name, dir_fd=dfd, follow_symlinks=False).st_mode):
+                raise
+        finally:
+            os.close(dfd)
+        hops += 1
+        if hops > MAX_LINK_HOPS:
+            raise OSError(errno.ELOOP, "too many levels of symbolic links", rel)
+        rel = _link_rel(root, rel)
+
+
+def stat_in(root: str, rel: str) -> os.stat_result:
+    """The stat of vault file ``rel`` under the rules of ``open_in`` (a symlinked file: its
+    target's), without opening it."""
+    hops = 0
+    while True:
+        parts, name = _split(rel)
+        try:
+            dfd = _open_folder(root, parts)
+        except OSError as exc:
+            if exc.errno in _LINK_ERRNOS:
+                raise _refusal(rel, exc) from None
+            raise
+        try:
+            st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+        finally:
+            os.close(dfd)
+        if not stat_mod.S_ISLNK(st.st_mode):
+            return st
+        hops += 1
+        if hops > MAX_LINK_HOPS:
+            raise OSError(errno.ELOOP, "too many levels of symbolic links", rel)
+        rel = _link_rel(root, rel)
+
+
+def read_fd(fd: int, limit: int = -1, name: str = "") -> tuple[bytes, os.stat_result]:
+    """The bytes (at most ``limit``) and stat of an open regular file; closes ``fd``. Anything
+    else (a FIFO, a device, a folder) raises OSError instead of blocking or reading forever."""
     with open(fd, "rb", closefd=True) as fh:
-        if not stat_mod.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", os.fspath(path))
-        return fh.read(limit)
+        st = os.fstat(fh.fileno())
+        if not stat_mod.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", name)
+        return fh.read(limit), st
 
 
-def atomic_write(
-    path: Path,
+def read_in(root: str, rel: str, limit: int = -1) -> tuple[bytes, os.stat_result]:
+    """The bytes (at most ``limit``) and stat of the regular vault file ``rel``: the one
+    reader of notes (``open_in`` then ``read_fd``)."""
+    return read_fd(open_in(root, rel), limit, rel)
+
+
+def read_regular(path: str | os.PathLike[str], limit: int = -1) -> bytes:
+    """The bytes (at most ``limit``) of a regular file that is not a note (the config file);
+    notes are read with ``read_in``. A FIFO or device raises OSError, never blocks."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC  # a symlinked config file is fine
+    return read_fd(os.open(path, flags), limit, os.fspath(path))[0]
+
+
+NAME_MAX = 255
+"""Bytes of one file or folder name on the file systems Engram runs on."""
+_TMP_PREFIX_CHARS = 64
+"""Characters of the note's name kept in its temporary file's name (which must stay short
+enough for a note whose own name is near ``NAME_MAX``)."""
+
+
+def _check_names(rel: str) -> None:
+    for part in rel.split("/"):
+        if len(os.fsencode(part)) > NAME_MAX:
+            raise InvalidRequest(
+                f"a name in the path is longer than {NAME_MAX} bytes: {part[:40]}…",
+                data={"path": rel, "max_name_bytes": NAME_MAX},
+            )
+
+
+def _folder_for_write(root: str, rel: str) -> int:
+    parts, _ = _split(rel)
+    try:
+        return _open_folder(root, parts, create=True)
+    except OSError as exc:
+        if exc.errno in _LINK_ERRNOS:
+            raise _refusal(rel, exc) from None
+        raise
+
+
+def write_in(
+    root: str,
+    rel: str,
     data: bytes,
     *,
     overwrite: bool,
-    mode: int | None = None,
     check: Callable[[], None] | None = None,
 ) -> None:
-    """Write ``data`` to ``path`` so that readers see the old file or the new one, never a part.
+    """Write vault file ``rel`` so that readers see the old file or the new one, never a part.
 
+    Missing folders are created and every folder is opened from the root without following
+    symlinks (OutsideVault for a symlinked folder); the temporary file is created in the
+    note's own folder through that descriptor (``O_EXCL | O_NOFOLLOW``) and renamed (or
+    linked) there, so the bytes can never land outside the vault, and a failed write leaves
+    no temporary file behind. Overwriting a symlinked note writes its target inside the vault.
     Without ``overwrite`` an existing file is left alone and FileExistsError is raised (the
     check and the creation are one atomic step: a hard link of the finished temporary file).
-    ``mode`` sets the new file's permissions. ``check`` runs once the new content is on disk,
-    just before it replaces the file; raising there leaves the file untouched, so the window
-    for a concurrent writer is only the check itself.
+    An existing note keeps its permissions; a new one gets the umask's (as any editor's).
+    ``check`` runs once the new content is on disk, just before it replaces the file; raising
+    there leaves the file untouched, so the window for a concurrent writer is only the check.
+    InvalidRequest for a name over ``NAME_MAX`` bytes or a target that is not a regular file.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    _check_names(rel)
+    for _ in range(MAX_LINK_HOPS + 1):
+        name = _split(rel)[1]
+        dfd = _folder_for_write(root, rel)
+        try:
+            try:
+                old: os.stat_result | None = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+            except FileNotFoundError:
+                old = None
+            if old is not None and stat_mod.S_ISLNK(old.st_mode) and overwrite:
+                target = _link_rel(root, rel)
+            else:
+                if old is not None and not stat_mod.S_ISREG(old.st_mode) and overwrite:
+                    raise InvalidRequest(f"{rel} is not a regular file", data={"path": rel})
+                mode = stat_mod.S_IMODE(old.st_mode) if old is not None else None
+                _write_at(dfd, name, data, overwrite=overwrite, mode=mode, check=check)
+                return
+        finally:
+            os.close(dfd)
+        rel = target
+    raise OSError(errno.ELOOP, "too many levels of symbolic links", rel)
+
+
+def _write_at(
+    dfd: int,
+    name: str,
+    data: bytes,
+    *,
+    overwrite: bool,
+    mode: int | None,
+    check: Callable[[], None] | None,
+) -> None:
+    tmp = f".{name[:_TMP_PREFIX_CHARS]}.{secrets.token_hex(6)}.tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(tmp, flags, 0o666, dir_fd=dfd)  # the umask applies, as for any new file
     try:
-        with os.fdopen(fd, "wb") as fh:
+        with open(fd, "wb", closefd=True) as fh:
+            if mode is not None:
+                os.fchmod(fh.fileno(), mode)
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
         if check is not None:
             check()
         if overwrite:
-            os.replace(tmp, path)
+            os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
         else:
-            os.link(tmp, path)
+            os.link(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
     finally:
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+            os.unlink(tmp, dir_fd=dfd)
     with contextlib.suppress(OSError):  # the rename itself survives a crash
-        dir_fd = os.open(path.parent, os.O_RDONLY)
+        os.fsync(dfd)
+
+
+def move_in(root: str, old: str, new: str) -> None:
+    """Move vault file or folder ``old`` to ``new`` without replacing anything there.
+
+    Both folders are opened from the root without following symlinks (OutsideVault when
+    either goes through a symlinked folder, so nothing moves out of the vault through a
+    link, and missing destination folders are only ever created inside it), and the rename is
+    made between those descriptors. A file is moved by a hard link then an unlink (never
+    replacing an existing name), or renamed where hard links are not possible. A symlinked
+    file is moved as the link itself. FileNotFoundError when ``old`` is missing,
+    FileExistsError when ``new`` exists.
+    """
+    _check_names(new)
+    old_parts, old_name = _split(old)
+    try:
+        src = _open_folder(root, old_parts)
+    except OSError as exc:
+        if exc.errno in _LINK_ERRNOS:
+            raise _refusal(old, exc) from None
+        raise
+    try:
+        st = os.stat(old_name, dir_fd=src, follow_symlinks=False)
+        dst = _folder_for_write(root, new)
+        new_name = _split(new)[1]
         try:
-            os.fsync(dir_fd)
+            if _exists_at(dst, new_name):
+                raise FileExistsError(errno.EEXIST, "exists already", new)
+            if stat_mod.S_ISDIR(st.st_mode):
+                os.rename(old_name, new_name, src_dir_fd=src, dst_dir_fd=dst)
+                return
+            try:
+                os.link(old_name, new_name, src_dir_fd=src, dst_dir_fd=dst, follow_symlinks=False)
+            except FileExistsError:
+                raise
+            except OSError:  # no hard links here (another file system, FAT, ...)
+                if _exists_at(dst, new_name):  # pragma: no cover - raced by another writer
+                    raise FileExistsError(errno.EEXIST, "exists already", new) from None
+                os.rename(old_name, new_name, src_dir_fd=src, dst_dir_fd=dst)
+                return
+            os.unlink(old_name, dir_fd=src)
         finally:
-            os.close(dir_fd)
+            os.close(dst)
+    finally:
+        os.close(src)
+
+
+def _exists_at(dfd: int, name: str) -> bool:
+    try:
+        os.stat(name, dir_fd=dfd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return True
 
 
 VAULT_MARKERS = (CONFIG_DIR, ".obsidian")

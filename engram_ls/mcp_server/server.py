@@ -25,7 +25,7 @@ from engram_ls import __version__
 from engram_ls.core.check import IntegrityChecker
 from engram_ls.core.errors import EngramError, InvalidRequest, NotFound, OutsideVault
 from engram_ls.core.service import Engram
-from engram_ls.core.vault import choose_vault_root, read_regular
+from engram_ls.core.vault import choose_vault_root
 from engram_ls.core.watch import VaultWatcher
 from engram_ls.mcp_server.http import add_http_arguments, http_settings, serve_http
 from engram_ls.mcp_server.stdio import serve_stdio
@@ -253,9 +253,8 @@ def _read(engram: Engram, path: str, offset: int, max_chars: int) -> str:
     rel = engram.vault.rel(path)
     if not engram.vault.filter.is_note(rel):
         raise InvalidRequest(f"not a note of this vault: {path}")
-    real = engram.vault.resolve_inside(rel)
     try:
-        text = read_regular(real).decode("utf-8", "replace")
+        text = engram.vault.read(rel)[0].decode("utf-8", "replace")
     except FileNotFoundError:
         raise NotFound(f"no such note: {rel}") from None
     except OSError as exc:

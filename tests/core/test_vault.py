@@ -100,3 +100,26 @@ def test_find_vault_root(tmp_path: Path) -> None:
     deep = tmp_path / "a" / "b"
     deep.mkdir(parents=True)
     assert find_vault_root(deep) == tmp_path.resolve()
+
+
+def test_stat_read_and_write_agree_with_the_walk_on_symlinks(tmp_path: Path) -> None:
+    """Whatever the walk leaves out, an event path (``stat``) leaves out too: no symlinked
+    folder, even one pointing inside; a symlinked note counts when it points inside."""
+    root = tmp_path / "vault"
+    make_tree(root, ["real/in.md", "top.md"])
+    os.symlink(root / "real", root / "alias")
+    os.symlink(root / "real" / "in.md", root / "link.md")
+    vault = Vault(root, EngramConfig())
+    walked = {f.path for f in vault.walk()}
+    assert walked == {"real/in.md", "top.md", "link.md"}
+    for rel in ["real/in.md", "top.md", "link.md", "alias/in.md"]:
+        assert (vault.stat(rel) is not None) == (rel in walked), rel
+    assert vault.read("link.md")[0] == b"# x\n"
+    with pytest.raises(OutsideVault):
+        vault.read("alias/in.md")
+    with pytest.raises(OutsideVault):
+        vault.write("alias/new.md", b"x", overwrite=False)
+    assert not (root / "real" / "new.md").exists()
+    vault.write("link.md", b"# y\n", overwrite=True)  # writes the target, keeps the link
+    assert os.path.islink(root / "link.md")
+    assert (root / "real" / "in.md").read_bytes() == b"# y\n"

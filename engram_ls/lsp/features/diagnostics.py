@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
@@ -30,9 +29,11 @@ from lsprotocol import types
 from pygls.workspace import TextDocument
 
 from engram_ls.core.config import EngramConfig
+from engram_ls.core.errors import EngramError
 from engram_ls.core.model import Problem
 from engram_ls.core.parse import parse_note
 from engram_ls.core.sync import SyncReport
+from engram_ls.core.vault import Vault as CoreVault
 from engram_ls.lsp import convert
 from engram_ls.lsp.features.links import link_diagnostics, link_problems
 
@@ -52,9 +53,9 @@ Found = list[tuple[Problem, str]]
 
 
 def check_text(
-    rel: str, text: str, config: EngramConfig, disk: Path | None, kept: tuple[Problem, ...]
+    rel: str, text: str, config: EngramConfig, disk: CoreVault | None, kept: tuple[Problem, ...]
 ) -> tuple[Found, tuple[Problem, ...]]:
-    """Problems of the buffer (plus the file's, read again when ``disk`` is given, else
+    """Problems of the buffer (plus the file's, read again from ``disk`` when given, else
     ``kept``) with their line texts, and the file's problems. Blocking; never raises."""
     if disk is not None:
         kept = _disk_problems(rel, disk, config)
@@ -71,11 +72,10 @@ def check_text(
     return found, kept
 
 
-def _disk_problems(rel: str, path: Path, config: EngramConfig) -> tuple[Problem, ...]:
+def _disk_problems(rel: str, vault: CoreVault, config: EngramConfig) -> tuple[Problem, ...]:
     try:
-        with path.open("rb") as fh:
-            data = fh.read(config.limits.max_note_bytes + 1)
-    except OSError:
+        data = vault.read(rel, config.limits.max_note_bytes + 1)[0]
+    except (OSError, EngramError):  # gone, not a regular file (a FIFO), or outside the vault
         return ()
     try:
         data.decode("utf-8")
@@ -152,7 +152,7 @@ class Diagnostics:
             return
         vault, rel = found
         text, version = doc.source, doc.version
-        disk = vault.root / rel if uri in self.read_disk else None
+        disk = vault.engram.vault if uri in self.read_disk else None
         self.read_disk.discard(uri)
         kept = self.disk.get(uri, ())
         try:

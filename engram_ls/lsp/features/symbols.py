@@ -33,7 +33,6 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
@@ -44,6 +43,7 @@ from engram_ls.core.errors import EngramError
 from engram_ls.core.index.symbols import SymbolHit
 from engram_ls.core.model import Heading
 from engram_ls.core.parse import parse_note
+from engram_ls.core.vault import Vault as CoreVault
 from engram_ls.lsp import convert
 
 if TYPE_CHECKING:
@@ -165,11 +165,10 @@ def document_outline(
     return outline(text, note.headings, units)
 
 
-def _read(path: Path, cap: int) -> str | None:
+def _read(vault: CoreVault, rel: str, cap: int) -> str | None:
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(cap)
-    except OSError:
+        data = vault.read(rel, cap)[0]
+    except (OSError, EngramError):  # gone, not a regular file (a FIFO), or outside the vault
         return None
     return data.decode("utf-8", errors="replace")
 
@@ -188,7 +187,7 @@ async def document_symbols(ls: EngramLanguageServer, uri: str) -> list[types.Doc
         text: str | None = doc.source
         units = doc.position_codec.client_num_units
     else:
-        text = await ls.run(_read, path, vault.config.limits.max_note_bytes)
+        text = await ls.run(_read, vault.engram.vault, rel, vault.config.limits.max_note_bytes)
         units = ls.workspace.position_codec.client_num_units
     if text is None:
         return []
