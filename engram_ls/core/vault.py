@@ -415,13 +415,7 @@ def open_in(root: str, rel: str) -> int:
     the file type (a FIFO or a device opens, without blocking)."""
     hops = 0
     while True:
-        parts, name = _split(rel)
-        try:
-            dfd = _open_folder(root, parts)
-        except OSError as exc:
-            if exc.errno in _LINK_ERRNOS:
-                raise _refusal(rel, exc) from None
-            raise
+        dfd, name = _folder_of(root, rel)
         try:
             return os.open(name, _READ_FLAGS, dir_fd=dfd)
         except OSError as exc:
@@ -442,13 +436,7 @@ def stat_in(root: str, rel: str) -> os.stat_result:
     target's), without opening it."""
     hops = 0
     while True:
-        parts, name = _split(rel)
-        try:
-            dfd = _open_folder(root, parts)
-        except OSError as exc:
-            if exc.errno in _LINK_ERRNOS:
-                raise _refusal(rel, exc) from None
-            raise
+        dfd, name = _folder_of(root, rel)
         try:
             st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
         finally:
@@ -500,10 +488,12 @@ def _check_names(rel: str) -> None:
             )
 
 
-def _folder_for_write(root: str, rel: str) -> int:
-    parts, _ = _split(rel)
+def _folder_of(root: str, rel: str, *, create: bool = False) -> tuple[int, str]:
+    """(descriptor of the folder holding ``rel``, its name there), by ``_open_folder``; a
+    folder on the way that is a symlink or not a folder is OutsideVault."""
+    parts, name = _split(rel)
     try:
-        return _open_folder(root, parts, create=True)
+        return _open_folder(root, parts, create=create), name
     except OSError as exc:
         if exc.errno in _LINK_ERRNOS:
             raise _refusal(rel, exc) from None
@@ -534,8 +524,7 @@ def write_in(
     """
     _check_names(rel)
     for _ in range(MAX_LINK_HOPS + 1):
-        name = _split(rel)[1]
-        dfd = _folder_for_write(root, rel)
+        dfd, name = _folder_of(root, rel, create=True)
         try:
             try:
                 old: os.stat_result | None = os.stat(name, dir_fd=dfd, follow_symlinks=False)
@@ -599,17 +588,10 @@ def move_in(root: str, old: str, new: str) -> None:
     FileExistsError when ``new`` exists.
     """
     _check_names(new)
-    old_parts, old_name = _split(old)
-    try:
-        src = _open_folder(root, old_parts)
-    except OSError as exc:
-        if exc.errno in _LINK_ERRNOS:
-            raise _refusal(old, exc) from None
-        raise
+    src, old_name = _folder_of(root, old)
     try:
         st = os.stat(old_name, dir_fd=src, follow_symlinks=False)
-        dst = _folder_for_write(root, new)
-        new_name = _split(new)[1]
+        dst, new_name = _folder_of(root, new, create=True)
         try:
             if _exists_at(dst, new_name):
                 raise FileExistsError(errno.EEXIST, "exists already", new)
