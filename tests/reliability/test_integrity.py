@@ -145,6 +145,17 @@ def _damage(index: Path, offset: int) -> None:
     assert found != "ok", "the damage went unnoticed by SQLite itself"
 
 
+def _intact(index: Path) -> bool:
+    """``PRAGMA integrity_check`` of the file (with its -wal) says ok."""
+    conn = sqlite3.connect(f"file:{index}?mode=ro", uri=True)
+    try:
+        return bool(conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok")
+    except sqlite3.DatabaseError:
+        return False
+    finally:
+        conn.close()
+
+
 def _answers(hits: list[Any]) -> list[tuple[str, int]]:
     return sorted((h["path"], h["line"]) if isinstance(h, dict) else (h.path, h.line) for h in hits)
 
@@ -260,9 +271,13 @@ async def _damage_found_and_rebuilt(
     for offset in OFFSETS[1:]:
         _damage(idx, offset)
 
-        async def moved() -> Any:
+        async def moved(offset: int = offset) -> Any:
             path = ((await status()).get("moved_aside") or {}).get("path")
-            return path if path and path not in seen else None
+            if path and path not in seen:
+                return path
+            if _intact(idx):  # a late write of the server's checkpointed over the damaged pages
+                _damage(idx, offset)
+            return None
 
         seen.add(await until(moved, timeout=30))
         deadline = time.monotonic() + 60
