@@ -29,7 +29,8 @@ from typing import Literal, NamedTuple
 from engram_ls.core.config import EngramConfig
 from engram_ls.core.errors import OutsideVault
 from engram_ls.core.index import db
-from engram_ls.core.index.store import Batch, Index, IndexStatus, NoteRows, State, note_rows
+from engram_ls.core.index.rows import Batch, NoteRows, State, note_rows
+from engram_ls.core.index.store import Index, IndexStatus
 from engram_ls.core.model import Note
 from engram_ls.core.parse import parse_note
 from engram_ls.core.vault import FileStat, Vault, read_in

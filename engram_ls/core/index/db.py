@@ -77,20 +77,15 @@ def quick_check(path: Path) -> tuple[str, str] | None:
     """
     try:
         conn = connect(path)
+        try:
+            rows = [str(r[0]) for r in conn.execute("PRAGMA quick_check(5)")]
+        finally:
+            conn.close()
     except sqlite3.DatabaseError as exc:
         reason = damage(exc)
         if reason is None:
             raise
         return reason, str(exc)
-    try:
-        rows = [str(r[0]) for r in conn.execute("PRAGMA quick_check(5)")]
-    except sqlite3.DatabaseError as exc:
-        reason = damage(exc)
-        if reason is None:
-            raise
-        return reason, str(exc)
-    finally:
-        conn.close()
     if rows == ["ok"]:
         return None
     return "corrupt", "; ".join(rows)[:500]

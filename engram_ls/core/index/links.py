@@ -9,7 +9,7 @@ import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from engram_ls.core.index.store import folder_range
+from engram_ls.core.index.rows import folder_range
 from engram_ls.core.links import NoteRef
 
 _NOTE_COLS = "n.id, n.path, n.title, n.summary, n.topics"

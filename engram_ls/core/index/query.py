@@ -21,7 +21,7 @@ from typing import Any
 
 from engram_ls.core.config import EngramConfig
 from engram_ls.core.globs import compile_glob
-from engram_ls.core.index.store import folder_range
+from engram_ls.core.index.rows import folder_range
 from engram_ls.core.search import (
     Plan,
     SearchHit,

@@ -1,0 +1,468 @@
+"""Typed write batches: a parsed note as the rows the index stores (``note_rows``, cheap to
+send between processes) and ``Batch``, the writes of one transaction (``Index.batch`` opens and
+commits it).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal, NamedTuple
+
+from engram_ls.core.index.schema import NO_DATE
+from engram_ls.core.index.symbols import char_mask
+from engram_ls.core.links import link_key, stem_key
+from engram_ls.core.model import Note
+
+State = Literal["empty", "building", "ready", "stale", "failed"]
+STATES: tuple[State, ...] = ("empty", "building", "ready", "stale", "failed")
+
+
+def now_iso() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def folder_range(folder: str) -> tuple[str, str]:
+    """Bounds such that ``lo <= path < hi`` selects every path under ``folder/``."""
+    return folder + "/", folder + "0"  # '0' is the character after '/'
+
+
+class NoteRows(NamedTuple):
+    """A parsed note as the rows the index stores, without the note id.
+
+    Plain values only: cheap to send from a parse process to the writing process (a parsed
+    ``Note`` of frozen dataclasses costs more to pickle than to parse).
+    """
+
+    path: str
+    values: tuple[Any, ...]
+    """mtime_ns, size, hash, title, created_at, created_ts, summary, topics JSON, body_line,
+    problems JSON, title_key, stem_key: the ``notes`` columns in insert order."""
+    topics: tuple[str, ...]
+    day: str
+    headings: tuple[tuple[int, int, str], ...]
+    links: tuple[tuple[int, int, str, str, str | None, str | None, str], ...]
+    aliases: tuple[tuple[str, str], ...]
+    """(key, name) of each alias."""
+    masks: tuple[int, ...]
+    """``names.mask`` of the title, then of each heading (in ``headings`` order); 0 for a
+    heading that is not a name of its own (it repeats the title, in any case: the note
+    stands for it)."""
+    fts: tuple[str, str, str, str]
+    has_problems: bool
+
+
+def note_rows(note: Note, mtime_ns: int, size: int, digest: bytes) -> NoteRows:
+    problems_json = (
+        json.dumps(
+            [{"code": p.code, "message": p.message, "line": p.line} for p in note.problems],
+            ensure_ascii=False,
+        )
+        if note.problems
+        else None
+    )
+    values = (
+        mtime_ns,
+        size,
+        digest,
+        note.title,
+        note.created_at,
+        note.created_ts,
+        note.summary,
+        json.dumps(list(note.topics), ensure_ascii=False),
+        note.body_line,
+        problems_json,
+        note.title.casefold(),  # title_key, also the folded name of names.mask
+        stem_key(note.path),
+    )
+    return NoteRows(
+        path=note.path,
+        values=values,
+        topics=note.topics,
+        day=note.created_at or NO_DATE,
+        headings=tuple((h.line, h.level, h.text) for h in note.headings),
+        links=tuple(
+            (link.line, seq, link.kind, link.target, link.anchor, link.label, link_key(link.target))
+            for seq, link in enumerate(note.links)
+        ),
+        aliases=tuple((name.casefold(), name) for name in note.aliases),
+        masks=(char_mask(values[10]), *(_heading_mask(h.text, values[10]) for h in note.headings)),
+        fts=(note.title, note.summary or "", " ".join(note.topics), note.body),
+        has_problems=bool(note.problems),
+    )
+
+
+def _heading_mask(text: str, title_key: str) -> int:
+    folded = text.casefold()
+    return 0 if folded == title_key else char_mask(folded)
+
+
+@dataclass(slots=True)
+class _ChildRows:
+    topics: list[tuple[Any, ...]] = field(default_factory=list)
+    headings: list[tuple[Any, ...]] = field(default_factory=list)
+    links: list[tuple[Any, ...]] = field(default_factory=list)
+    aliases: list[tuple[Any, ...]] = field(default_factory=list)
+    names: list[tuple[Any, ...]] = field(default_factory=list)
+    fts: list[tuple[Any, ...]] = field(default_factory=list)
+
+
+class Batch:
+    """Writes inside one transaction. Never commits itself; ``Index.batch`` does."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self._topic_ids: dict[str, int] = {}
+        self._touched_topics: set[int] = set()
+        self._refresh_all_topics = False
+        self.changed = 0
+        self.notes_delta = 0
+        self.problems_delta = 0
+        self._recount = False
+        self._state: State | None = None
+        self._meta: dict[str, Any] = {}
+
+    # notes ------------------------------------------------------------------------------
+
+    def upsert(self, rows: NoteRows) -> int:
+        """Insert or replace a note's rows (keeps its id when the path already exists)."""
+        c = self.conn
+        row = c.execute(
+            "SELECT id, problems IS NOT NULL FROM notes WHERE path = ?", (rows.path,)
+        ).fetchone()
+        if row is None:
+            note_id = int(
+                c.execute(
+                    "INSERT INTO notes (mtime_ns, size, hash, title, created_at, created_ts,"
+                    " summary, topics, body_line, problems, title_key, stem_key, path)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (*rows.values, rows.path),
+                ).lastrowid
+                or 0
+            )
+            self.notes_delta += 1
+        else:
+            note_id = int(row[0])
+            self.problems_delta -= int(row[1])
+            self._clear_children(note_id)  # while the row holds the old date (names)
+            c.execute(
+                "UPDATE notes SET mtime_ns = ?, size = ?, hash = ?, title = ?, created_at = ?,"
+                " created_ts = ?, summary = ?, topics = ?, body_line = ?, problems = ?,"
+                " title_key = ?, stem_key = ? WHERE id = ?",
+                (*rows.values, note_id),
+            )
+        children = _ChildRows()
+        self._child_rows(note_id, rows, children)
+        self._write_children(children)
+        self.problems_delta += rows.has_problems
+        self.changed += 1
+        return note_id
+
+    def insert_new(self, items: list[NoteRows]) -> None:
+        """Insert notes whose paths are not in the index yet, with one statement per table.
+
+        The bulk path of a build. If a path turns out to exist (another process added it
+        meanwhile), falls back to ``upsert`` for the whole list.
+        """
+        if not items:
+            return
+        c = self.conn
+        c.execute("SAVEPOINT insert_new")
+        try:
+            first = int(c.execute("SELECT coalesce(max(id), 0) + 1 FROM notes").fetchone()[0])
+            c.executemany(
+                "INSERT INTO notes (id, mtime_ns, size, hash, title, created_at, created_ts,"
+                " summary, topics, body_line, problems, title_key, stem_key, path)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(first + i, *rows.values, rows.path) for i, rows in enumerate(items)],
+            )
+        except sqlite3.IntegrityError:
+            c.execute("ROLLBACK TO insert_new")
+            c.execute("RELEASE insert_new")
+            for rows in items:
+                self.upsert(rows)
+            return
+        c.execute("RELEASE insert_new")
+        children = _ChildRows()
+        for i, rows in enumerate(items):
+            self._child_rows(first + i, rows, children)
+            self.problems_delta += rows.has_problems
+        self._write_children(children)
+        self.notes_delta += len(items)
+        self.changed += len(items)
+
+    def _child_rows(self, note_id: int, rows: NoteRows, out: _ChildRows) -> None:
+        seen: set[int] = set()
+        for spelling in rows.topics:
+            tid = self._topic_id(spelling)
+            if tid in seen:
+                continue
+            seen.add(tid)
+            out.topics.append((tid, rows.day, note_id, spelling))
+        self._touched_topics.update(seen)
+        out.headings.extend((note_id, *h) for h in rows.headings)
+        out.links.extend((note_id, *link) for link in rows.links)
+        out.aliases.extend((key, note_id, name) for key, name in rows.aliases)
+        title_mask, *masks = rows.masks
+        out.names.append((rows.day, note_id, 0, title_mask, rows.values[3]))  # values[3]: title
+        lines: set[int] = set()
+        for (line, _level, text), mask in zip(rows.headings, masks, strict=True):
+            if line not in lines:  # the first heading of a line, as in ``headings``
+                lines.add(line)
+                if mask:
+                    out.names.append((rows.day, note_id, line, mask, text))
+        out.fts.append((note_id, *rows.fts))
+
+    def _write_children(self, rows: _ChildRows) -> None:
+        c = self.conn
+        if rows.topics:
+            c.executemany(
+                "INSERT INTO note_topics (topic_id, created_at, note_id, spelling)"
+                " VALUES (?, ?, ?, ?)",
+                rows.topics,
+            )
+        if rows.headings:
+            c.executemany(
+                "INSERT OR IGNORE INTO headings (note_id, line, level, text) VALUES (?, ?, ?, ?)",
+                rows.headings,
+            )
+        if rows.links:
+            c.executemany(
+                "INSERT INTO links (note_id, line, seq, kind, target, anchor, label, key)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                rows.links,
+            )
+        if rows.aliases:
+            c.executemany(
+                "INSERT OR IGNORE INTO aliases (key, note_id, name) VALUES (?, ?, ?)",
+                rows.aliases,
+            )
+        if rows.names:
+            rows.names.sort()  # in key order: fewer pages touched in a large batch
+            c.executemany(
+                "INSERT OR IGNORE INTO names (day, note_id, line, mask, name)"
+                " VALUES (?, ?, ?, ?, ?)",
+                rows.names,
+            )
+        if rows.fts:
+            c.executemany(
+                "INSERT INTO notes_fts (rowid, title, summary, topics, body)"
+                " VALUES (?, ?, ?, ?, ?)",
+                rows.fts,
+            )
+
+    def _clear_children(self, note_id: int) -> None:
+        """Delete a note's child rows; before its ``notes`` row changes (``names`` is found
+        by the note's date)."""
+        c = self.conn
+        c.execute(
+            "DELETE FROM names WHERE day = (SELECT coalesce(created_at, ?) FROM notes"
+            " WHERE id = ?) AND note_id = ?",
+            (NO_DATE, note_id, note_id),
+        )
+        for (tid,) in c.execute(
+            "SELECT topic_id FROM note_topics WHERE note_id = ?", (note_id,)
+        ).fetchall():
+            self._touched_topics.add(int(tid))
+        c.execute("DELETE FROM note_topics WHERE note_id = ?", (note_id,))
+        c.execute("DELETE FROM headings WHERE note_id = ?", (note_id,))
+        c.execute("DELETE FROM links WHERE note_id = ?", (note_id,))
+        c.execute("DELETE FROM aliases WHERE note_id = ?", (note_id,))
+        c.execute("DELETE FROM notes_fts WHERE rowid = ?", (note_id,))
+
+    def clear(self) -> None:
+        """Remove every note (a full rebuild that other processes can watch happen)."""
+        c = self.conn
+        for table in (
+            "note_topics",
+            "headings",
+            "names",
+            "links",
+            "aliases",
+            "notes_fts",
+            "notes",
+            "topics",
+        ):
+            c.execute(f"DELETE FROM {table}")
+        self._topic_ids.clear()
+        self._touched_topics.clear()
+        self._recount = True
+        self.changed += 1
+
+    def touch(self, path: str, mtime_ns: int, size: int) -> None:
+        """Same content, new mtime/size (e.g. ``touch`` or a checkout): no re-parse."""
+        self.conn.execute(
+            "UPDATE notes SET mtime_ns = ?, size = ? WHERE path = ?", (mtime_ns, size, path)
+        )
+
+    def delete(self, path: str) -> bool:
+        row = self.conn.execute("SELECT id FROM notes WHERE path = ?", (path,)).fetchone()
+        if row is None:
+            return False
+        self._delete_ids([int(row[0])])
+        return True
+
+    def delete_folder(self, folder: str) -> int:
+        lo, hi = folder_range(folder)
+        ids = [
+            int(r[0])
+            for r in self.conn.execute(
+                "SELECT id FROM notes WHERE path >= ? AND path < ?", (lo, hi)
+            ).fetchall()
+        ]
+        self._delete_ids(ids)
+        return len(ids)
+
+    def delete_paths(self, paths: Iterable[str]) -> int:
+        n = 0
+        for path in paths:
+            n += self.delete(path)
+        return n
+
+    def _delete_ids(self, ids: list[int]) -> None:
+        for note_id in ids:
+            self._clear_children(note_id)
+            row = self.conn.execute(
+                "DELETE FROM notes WHERE id = ? RETURNING problems IS NOT NULL", (note_id,)
+            ).fetchone()
+            if row is not None:
+                self.notes_delta -= 1
+                self.problems_delta -= int(row[0])
+        self.changed += len(ids)
+
+    def move(self, old: str, new: str) -> bool:
+        """Rename one note's row (the caller decides whether to re-parse)."""
+        c = self.conn
+        if old == new:
+            return c.execute("SELECT 1 FROM notes WHERE path = ?", (old,)).fetchone() is not None
+        self.delete(new)
+        cur = c.execute("UPDATE notes SET path = ? WHERE path = ?", (new, old))
+        self.changed += cur.rowcount
+        return cur.rowcount > 0
+
+    def move_folder(self, old: str, new: str) -> list[str]:
+        """Rename every row under ``old/`` to ``new/`` without re-parsing; returns new paths."""
+        c = self.conn
+        lo, hi = folder_range(old)
+        nlo, nhi = folder_range(new)
+        # Rows already under the destination are replaced by the moved ones.
+        moved_names = [
+            r[0]
+            for r in c.execute(
+                "SELECT path FROM notes WHERE path >= ? AND path < ?", (lo, hi)
+            ).fetchall()
+        ]
+        new_paths = [new + "/" + p[len(old) + 1 :] for p in moved_names]
+        existing = {
+            r[0]
+            for r in c.execute(
+                "SELECT path FROM notes WHERE path >= ? AND path < ?", (nlo, nhi)
+            ).fetchall()
+        }
+        self.delete_paths(p for p in new_paths if p in existing)
+        c.execute(
+            "UPDATE notes SET path = ? || substr(path, ?) WHERE path >= ? AND path < ?",
+            (new + "/", len(old) + 2, lo, hi),
+        )
+        self.changed += len(new_paths)
+        return new_paths
+
+    # topics -----------------------------------------------------------------------------
+
+    def _topic_id(self, spelling: str) -> int:
+        key = spelling.casefold()
+        tid = self._topic_ids.get(key)
+        if tid is not None:
+            return tid
+        row = self.conn.execute("SELECT id FROM topics WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            cur = self.conn.execute(
+                "INSERT INTO topics (key, name, notes) VALUES (?, ?, 0)", (key, spelling)
+            )
+            tid = int(cur.lastrowid or 0)
+        else:
+            tid = int(row[0])
+        self._topic_ids[key] = tid
+        return tid
+
+    def refresh_all_topics(self) -> None:
+        """Recompute every topic's count and spelling, and the status counters, exactly."""
+        self._refresh_all_topics = True
+        self._recount = True
+
+    def _refresh_topics(self) -> None:
+        c = self.conn
+        if self._refresh_all_topics:
+            where, params = "", ()
+        elif self._touched_topics:
+            if self._building():
+                # Counted once, exactly, by the transaction that ends the build (it refreshes
+                # every topic); recounting here would read every row of a growing table at
+                # each commit of a cold build, and nothing serves topics while it builds.
+                return
+            c.execute("CREATE TEMP TABLE IF NOT EXISTS touched (id INTEGER PRIMARY KEY)")
+            c.execute("DELETE FROM temp.touched")
+            c.executemany(
+                "INSERT INTO temp.touched (id) VALUES (?)", [(t,) for t in self._touched_topics]
+            )
+            where, params = " WHERE id IN (SELECT id FROM temp.touched)", ()
+        else:
+            return
+        c.execute(
+            "UPDATE topics SET"
+            " notes = (SELECT count(*) FROM note_topics nt WHERE nt.topic_id = topics.id),"
+            " name = coalesce((SELECT spelling FROM note_topics nt WHERE nt.topic_id = topics.id"
+            "   GROUP BY spelling ORDER BY count(*) DESC, spelling LIMIT 1), name)" + where,
+            params,
+        )
+        c.execute("DELETE FROM topics WHERE notes = 0")
+
+    def _building(self) -> bool:
+        """Whether the index stays in the ``building`` state after this transaction."""
+        if self._state is not None:
+            return self._state == "building"
+        row = self.conn.execute("SELECT value FROM meta WHERE key = 'state'").fetchone()
+        return row is not None and row[0] == "building"
+
+    # meta -------------------------------------------------------------------------------
+
+    def set_state(self, state: State) -> None:
+        self._state = state
+
+    def set_meta(self, key: str, value: Any) -> None:
+        self._meta[key] = value
+
+    def finish(self) -> None:
+        c = self.conn
+        self._refresh_topics()
+        meta = dict(self._meta)
+        if self._state is not None:
+            meta["state"] = self._state
+        if self.changed or self._state is not None or self._meta or self._recount:
+            if self._recount:
+                notes = c.execute("SELECT count(*) FROM notes").fetchone()[0]
+                problems = c.execute(
+                    "SELECT count(*) FROM notes WHERE problems IS NOT NULL"
+                ).fetchone()[0]
+                meta.update(notes=notes, problems=problems)
+            else:
+                c.execute(
+                    "UPDATE meta SET value = value + ? WHERE key = 'notes'", (self.notes_delta,)
+                )
+                c.execute(
+                    "INSERT INTO meta (key, value) VALUES ('problems', ?) ON CONFLICT (key)"
+                    " DO UPDATE SET value = value + excluded.value",
+                    (self.problems_delta,),
+                )
+            topics = c.execute("SELECT count(*) FROM topics").fetchone()[0]
+            meta.update(topics=topics, updated_at=now_iso())
+            c.execute("UPDATE meta SET value = value + 1 WHERE key = 'generation'")
+        if meta:
+            c.executemany(
+                "INSERT INTO meta (key, value) VALUES (?, ?)"
+                " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                list(meta.items()),
+            )
