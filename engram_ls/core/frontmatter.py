@@ -22,10 +22,10 @@ scalars with YAML's own resolvers and constructors. It answers only where the YA
 the same result and hands everything else to the loader
 (tests/core/test_frontmatter_differential.py checks this against the loader).
 
-Two leniencies keep one bad value from costing the whole block: a timestamp-looking value that
-is not a real date (``2024-13-45``) or an integer too long to convert stays a string, and a
-mapping key that cannot be a dict key (``date: {{date}}`` is a mapping inside a mapping) is
-dropped instead of failing the load.
+One leniency keeps one bad value from costing the whole block: a timestamp-looking value that
+is not a real date (``2024-13-45``) or an integer too long to convert stays a string. A mapping
+used as a key (an unquoted template placeholder: ``date: {{date}}``) is a ``yaml`` problem, as
+PyYAML says.
 """
 
 from __future__ import annotations
@@ -226,19 +226,7 @@ def read_frontmatter(text: str) -> Frontmatter | None:
 
 
 class _Loader(SafeYamlLoader):
-    """Safe loader that keeps going past a bad timestamp, a huge int or an unhashable key."""
-
-    def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Any, Any]:
-        self.flatten_mapping(node)
-        mapping: dict[Any, Any] = {}
-        for key_node, value_node in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            try:
-                hash(key)
-            except TypeError:
-                continue
-            mapping[key] = self.construct_object(value_node, deep=deep)
-        return mapping
+    """Safe loader that keeps going past a bad timestamp or a huge int (they stay strings)."""
 
 
 def _lenient_scalar(tag: str) -> Any:
@@ -310,6 +298,8 @@ def _yaml_problem(
     if close_line is not None:
         line = min(line, close_line)
     what = exc.problem or "invalid YAML"
+    if what == "found unhashable key":  # ``date: {{date}}`` is a mapping used as a key
+        what += ' (a template placeholder such as {{date}} must be quoted: "{{date}}")'
     if mark is not None:
         source_lines = text.split("\n")
         if mark.line < len(source_lines) and "\t" in source_lines[mark.line]:
@@ -409,6 +399,8 @@ _SIMPLE_KEY_RE = re.compile(r"[A-Za-z_][\w .-]*")
 _DOUBLE_QUOTED_RE = re.compile(r'"[^"\\]*"')
 _SINGLE_QUOTED_RE = re.compile(r"'[^']*'")
 _PLAIN_BAD_START = frozenset("-?:,[]{}#&*!|>'\"%@`")
+_MAX_KEY_END = 1025
+"""YAML reads a key only when its ``:`` is at most 1024 characters from where the key starts."""
 _FLOW_ITEM_BAD = re.compile(r"[\[\]{}#:'\",]")
 _SCALARS = yaml.constructor.SafeConstructor()
 _IMPLICIT = _Loader.yaml_implicit_resolvers
@@ -441,7 +433,7 @@ def _load_simple(text: str) -> Any:
         if not stripped or stripped[0] == "#":
             continue
         found = fmscan.key_at(line)
-        if found is None or _SIMPLE_KEY_RE.fullmatch(found.raw) is None:
+        if found is None or found.end > _MAX_KEY_END or _SIMPLE_KEY_RE.fullmatch(found.raw) is None:
             return _NOT_SIMPLE
         key = _plain(found.raw)
         if not isinstance(key, str):
