@@ -254,12 +254,15 @@ class LibrarianReport:
     apply: bool
     """False for a dry run (nothing was written or moved)."""
     scanned: int
+    """Notes read."""
     unchanged: int
     """Notes with nothing to add."""
-    notes: tuple[NoteOutcome, ...] = ()
-    quarantine: str | None = None
+    quarantine: str | None
     """The vault-relative quarantine folder, when one was given."""
+    notes: tuple[NoteOutcome, ...] = ()
+    """The notes that gain topics, were skipped, failed or quarantined, by path."""
     elapsed_s: float = 0.0
+    """Wall time of the run."""
 
     @property
     def counts(self) -> dict[str, int]:
@@ -351,14 +354,8 @@ class Librarian:
                 unchanged += 1
             else:
                 outcomes.append(outcome)
-        return LibrarianReport(
-            apply=apply,
-            scanned=scanned,
-            unchanged=unchanged,
-            notes=tuple(outcomes),
-            quarantine=qrel,
-            elapsed_s=time.perf_counter() - started,
-        )
+        elapsed = time.perf_counter() - started
+        return LibrarianReport(apply, scanned, unchanged, qrel, tuple(outcomes), elapsed)
 
     def _one(self, rel: str, apply: bool, qrel: str | None) -> NoteOutcome | None:
         try:
