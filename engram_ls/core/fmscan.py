@@ -23,7 +23,7 @@ The rules are YAML's, for one line of a block mapping at the top level:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = [
     "ITEM_RE",
@@ -32,6 +32,7 @@ __all__ = [
     "flow_tokens",
     "key_at",
     "key_lines",
+    "plain_key_colon",
     "quoted_end",
     "split_items",
     "split_value",
@@ -41,17 +42,12 @@ ITEM_RE = re.compile(r"([ \t]*)-([ \t]+|$)")
 """A block list item: group 1 is the indentation, group 2 the gap after ``-`` (empty at the
 end of the line); ``match.end()`` is where the item's value starts."""
 
-_KEY_RE = re.compile(
-    r"""("(?:[^"\\\n]|\\.)*"|'(?:[^'\n]|'')*'"""  # a quoted key
-    r"""|(?:[^\s\-?:,\[\]{}#&*!|>'"%@`]|[-?:](?=[^\s]))"""  # a plain key: its first character
-    r"""(?:[^:#\n]|:(?![ \t]|$)|(?<![ \t])\#)*?)"""  # then no ": " and no " #"
-    r"""[ \t]*:(?=[ \t]|$)"""
-)
-_SCALAR_START = frozenset("[{,")
+_PLAIN_KEY_BAD_START = frozenset("-?:,[]{}#&*!|>'\"%@` \t")
+_BLANK = ("", " ", "\t")
+"""What may follow an indicator: a blank or the end of the line."""
 
 
-@dataclass(frozen=True, slots=True)
-class Key:
+class Key(NamedTuple):
     """A top-level ``key:`` at the start of a line."""
 
     raw: str
@@ -64,16 +60,39 @@ class Key:
 
 def key_at(line: str) -> Key | None:
     """The top-level key of ``line`` (a line without its line break), or None."""
-    match = _KEY_RE.match(line)
-    if match is None:
+    first = line[:1]
+    if first not in ("'", '"'):
+        colon = plain_key_colon(line)
+        if colon < 0:
+            return None
+        raw = line[:colon].rstrip(" \t")
+        return Key(raw, raw, colon + 1)
+    close = quoted_end(line, 0)
+    colon = close
+    while 0 < colon < len(line) and line[colon] in " \t":
+        colon += 1
+    if close < 0 or line[colon : colon + 1] != ":" or line[colon + 1 : colon + 2] not in _BLANK:
         return None
-    raw = match.group(1)
-    name: str | None = raw
-    if raw[0] == "'":
-        name = raw[1:-1].replace("''", "'")
-    elif raw[0] == '"':
-        name = None if "\\" in raw else raw[1:-1]
-    return Key(raw, name, match.end())
+    raw = line[:close]
+    if first == "'":
+        return Key(raw, raw[1:-1].replace("''", "'"), colon + 1)
+    return Key(raw, None if "\\" in raw else raw[1:-1], colon + 1)
+
+
+def plain_key_colon(line: str) -> int:
+    """Where the colon after the plain top-level key of ``line`` is, else -1 (also for a
+    quoted key, which :func:`key_at` reads). The fast reader calls this once a line."""
+    first = line[:1]
+    if not first or (first in _PLAIN_KEY_BAD_START and (first not in "-?:" or line[1:2] in _BLANK)):
+        return -1
+    colon = line.find(":", 1)  # the first ``:`` followed by a blank or the end ends the key
+    while colon >= 0 and line[colon + 1 : colon + 2] not in _BLANK:
+        colon = line.find(":", colon + 1)
+    if line.find("#", 1, colon) > 0 and (
+        line.find(" #", 0, colon) >= 0 or line.find("\t#", 0, colon) >= 0
+    ):
+        return -1  # a comment starts before the colon
+    return colon
 
 
 def key_lines(lines: list[str], key: str) -> list[tuple[int, Key]]:

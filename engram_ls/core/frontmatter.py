@@ -399,7 +399,7 @@ _SIMPLE_KEY_RE = re.compile(r"[A-Za-z_][\w .-]*")
 _DOUBLE_QUOTED_RE = re.compile(r'"[^"\\]*"')
 _SINGLE_QUOTED_RE = re.compile(r"'[^']*'")
 _PLAIN_BAD_START = frozenset("-?:,[]{}#&*!|>'\"%@`")
-_MAX_KEY_END = 1025
+_MAX_KEY_COLON = 1024
 """YAML reads a key only when its ``:`` is at most 1024 characters from where the key starts."""
 _FLOW_ITEM_BAD = re.compile(r"[\[\]{}#:'\",]")
 _SCALARS = yaml.constructor.SafeConstructor()
@@ -432,13 +432,14 @@ def _load_simple(text: str) -> Any:
         stripped = line.lstrip(" ")
         if not stripped or stripped[0] == "#":
             continue
-        found = fmscan.key_at(line)
-        if found is None or found.end > _MAX_KEY_END or _SIMPLE_KEY_RE.fullmatch(found.raw) is None:
+        colon = fmscan.plain_key_colon(line)
+        name = line[:colon].rstrip(" ")
+        if not 0 < colon <= _MAX_KEY_COLON or _SIMPLE_KEY_RE.fullmatch(name) is None:
             return _NOT_SIMPLE
-        key = _plain(found.raw)
+        key = _plain(name)
         if not isinstance(key, str):
             return _NOT_SIMPLE
-        raw = line[found.end :].strip(" ")
+        raw = line[colon + 1 :].strip(" ")
         if raw:
             value = _simple_value(raw)
             if value is _NOT_SIMPLE:
