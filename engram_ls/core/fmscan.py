@@ -159,7 +159,7 @@ def comment_start(line: str, start: int = 0, *, flow: bool = False) -> int:
         elif depth and ch == ",":
             at_start = True
         else:  # after ``- ``, ``? `` and a flow ``: `` a scalar starts
-            indicator = ch in "-?:" and line[i + 1 : i + 2] in ("", " ", "\t")
+            indicator = ch in "-?:" and line[i + 1 : i + 2] in _BLANK
             at_start = indicator and (at_start or (depth > 0 and ch == ":"))
         i += 1
     return n
@@ -181,7 +181,7 @@ def split_items(
     spans: list[tuple[int, int]] = []
     item = i = start
     if sep == "," and not (quotes and ('"' in line[start:end] or "'" in line[start:end])):
-        while (comma := line.find(",", item, end)) >= 0:  # the common case, without a loop
+        while (comma := line.find(",", item, end)) >= 0:  # the common case: no quotes
             spans.append((item, comma))
             item = comma + 1
         spans.append((item, end))
