@@ -1,7 +1,8 @@
 """The document a request is about, and positions in it: what every feature shares.
 
 - ``open_document``: the vault session, vault-relative path, pygls document and text of a
-  Markdown document in a vault (the editor's buffer, or the file when it is not open).
+  Markdown document in a vault (the editor's buffer, or the file when it is not open, read
+  through the vault's reader: a FIFO or device in place of a note is never waited on).
 - ``locate``: what the line of a position is (frontmatter, body, or a fence line), reading
   only the frontmatter and that line.
 - Columns: the core counts code points, the client its negotiated units (UTF-16 by default);
@@ -16,6 +17,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
+from urllib.parse import unquote
 
 from lsprotocol import types
 from pygls.workspace import TextDocument
@@ -61,14 +63,18 @@ def open_document(ls: EngramLanguageServer, uri: str) -> Document | None:
     if found is None:
         return None
     vault, rel = found
-    try:
-        doc = ls.workspace.get_text_document(uri)
-        if not (rel.lower().endswith(".md") or doc.language_id == "markdown"):
+    opened: TextDocument | None = ls.workspace.text_documents.get(unquote(uri))
+    if opened is not None:
+        if not (rel.lower().endswith(".md") or opened.language_id == "markdown"):
             return None
-        source = doc.source  # the open buffer (a document that is not open is read here)
-    except (OSError, UnicodeDecodeError, ValueError):
+        return Document(vault, rel, opened, opened.source)
+    if not rel.lower().endswith(".md"):
         return None
-    return Document(vault, rel, doc, source)
+    # Not open: the file, through the vault's reader (pygls' own would wait on a FIFO).
+    text = vault.engram.read_text(rel)
+    if text is None:
+        return None
+    return Document(vault, rel, ls.workspace.get_text_document(uri), text)
 
 
 def buffers(ls: EngramLanguageServer, vault: VaultSession) -> Callable[[str], str | None]:
