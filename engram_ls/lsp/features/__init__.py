@@ -14,9 +14,10 @@ skipped, the others still answer):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
@@ -62,30 +63,28 @@ def register(server: EngramLanguageServer, contributors: Contributors = CONTRIBU
 
 
 def _register_documents(server: EngramLanguageServer, contributors: Contributors) -> None:
-    """The methods on a position or range of a note, fanned out to their contributors."""
+    """The methods on a position or range of a note: the document is opened once, then its
+    contributors (or the one feature that answers) are asked."""
 
-    @server.feature(types.TEXT_DOCUMENT_HOVER)
-    async def hover(ls: EngramLanguageServer, params: types.HoverParams) -> types.Hover | None:
-        document = open_document(ls, params.text_document.uri)
-        if document is None:
-            return None
-        return await first_answer(
-            types.TEXT_DOCUMENT_HOVER, contributors.hover, ls, document, params
-        )
+    def on_document(
+        method: str, answer: Callable[..., Awaitable[Any]], options: Any = None
+    ) -> None:
+        @server.feature(method, options)
+        async def handle(ls: EngramLanguageServer, params: Any) -> Any:
+            document = open_document(ls, params.text_document.uri)
+            return None if document is None else await answer(ls, document, params)
 
-    @server.feature(
+    on_document(
+        types.TEXT_DOCUMENT_HOVER,
+        partial(first_answer, types.TEXT_DOCUMENT_HOVER, contributors.hover),
+    )
+    on_document(
         types.TEXT_DOCUMENT_COMPLETION,
+        partial(first_answer, types.TEXT_DOCUMENT_COMPLETION, contributors.completion),
         types.CompletionOptions(trigger_characters=TRIGGER_CHARACTERS),
     )
-    async def completion(
-        ls: EngramLanguageServer, params: types.CompletionParams
-    ) -> types.CompletionList | None:
-        document = open_document(ls, params.text_document.uri)
-        if document is None:
-            return None
-        return await first_answer(
-            types.TEXT_DOCUMENT_COMPLETION, contributors.completion, ls, document, params
-        )
+    on_document(types.TEXT_DOCUMENT_DEFINITION, links.definition)
+    on_document(types.TEXT_DOCUMENT_REFERENCES, links.references)
 
     kind = librarian.KIND
 
@@ -147,8 +146,6 @@ def _register_diagnostics(
 def _register_single(server: EngramLanguageServer) -> None:
     """The methods one feature answers alone."""
     feature = server.feature
-    feature(types.TEXT_DOCUMENT_DEFINITION)(links.definition)
-    feature(types.TEXT_DOCUMENT_REFERENCES)(links.references)
     feature(types.WORKSPACE_WILL_RENAME_FILES, files.FILE_OPERATIONS)(links.will_rename)
     feature(types.WORKSPACE_SYMBOL)(symbols.on_workspace_symbol)
     feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)(symbols.on_document_symbol)

@@ -55,7 +55,6 @@ from engram_ls.lsp.document import (
     line_range,
     locate,
     location,
-    open_document,
     span_range,
     to_column,
     units_of,
@@ -266,11 +265,8 @@ async def complete(
 
 
 async def definition(
-    ls: EngramLanguageServer, params: types.DefinitionParams
+    ls: EngramLanguageServer, document: Document, params: types.DefinitionParams
 ) -> list[types.Location] | None:
-    document = open_document(ls, params.text_document.uri)
-    if document is None:
-        return None
     span = await _link_under_cursor(ls, document, params.position)
     if span is None:
         return None
@@ -292,11 +288,8 @@ def _heading_at(source: str, line: int) -> str | None:
 
 
 async def references(
-    ls: EngramLanguageServer, params: types.ReferenceParams
+    ls: EngramLanguageServer, document: Document, params: types.ReferenceParams
 ) -> list[types.Location] | None:
-    document = open_document(ls, params.text_document.uri)
-    if document is None:
-        return None
     vault, rel, source = document.vault, document.rel, document.source
     await ls.ready()
     await vault.settled()
