@@ -241,7 +241,7 @@ async def complete(
     target, hash_, anchor = slot.typed.partition("#")
     start = slot.start + (len(target) + 1 if hash_ else 0)
     edit_range = client_range(doc, params.position.line, where.line, start, col)
-    if not await ls.run(index_ready, vault):
+    if vault.building and not await ls.run(index_ready, vault):  # no thread hop when built
         return types.CompletionList(is_incomplete=True, items=[])
     try:
         if hash_:
