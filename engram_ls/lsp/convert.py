@@ -7,6 +7,7 @@ Core lines are 1-based; LSP positions are 0-based. Paths are vault-relative in t
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -78,13 +79,12 @@ def search_result(response: SearchResponse) -> dict[str, Any]:
     return out
 
 
-def lsp_range(line: int | None, text_line: str = "") -> types.Range:
-    """A whole-line range from a 1-based core line (line 1 when unknown)."""
-    zero = max((line or 1) - 1, 0)
-    return types.Range(
-        start=types.Position(line=zero, character=0),
-        end=types.Position(line=zero, character=len(text_line)),
-    )
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!<>|~])")
+
+
+def escape_markdown(text: str) -> str:
+    """``text`` as literal Markdown (hovers): every character Markdown would act on escaped."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
 
 
 PROBLEM_ERRORS = frozenset({"yaml", "frontmatter-type", "unclosed-frontmatter", "binary"})
