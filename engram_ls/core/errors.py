@@ -39,12 +39,6 @@ class IndexUnavailable(EngramError):
     code = "ENGRAM_INDEX_UNAVAILABLE"
 
 
-class IndexStale(EngramError):
-    """The index is known to be out of date and the caller asked for index-only answers."""
-
-    code = "ENGRAM_INDEX_STALE"
-
-
 class UnsupportedMode(EngramError):
     """The search mode is not available in this installation or on this path."""
 
@@ -73,15 +67,3 @@ class NotFound(EngramError):
     """A vault, note or folder does not exist."""
 
     code = "ENGRAM_NOT_FOUND"
-
-
-ALL_ERRORS: tuple[type[EngramError], ...] = (
-    InvalidRequest,
-    IndexUnavailable,
-    IndexStale,
-    UnsupportedMode,
-    SearchTimeout,
-    LimitExceeded,
-    OutsideVault,
-    NotFound,
-)
