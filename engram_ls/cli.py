@@ -19,6 +19,7 @@ from engram_ls.core.config import CONFIG_DIR
 from engram_ls.core.errors import EngramError, IndexUnavailable
 from engram_ls.core.librarian import Librarian, LibrarianReport
 from engram_ls.core.search import SearchResponse
+from engram_ls.core.serialize import json_value
 from engram_ls.core.service import Engram, default_index_path
 from engram_ls.core.sync import Change, SyncReport
 from engram_ls.core.vault import choose_vault_root
@@ -139,7 +140,11 @@ def cmd_index(args: argparse.Namespace) -> int:
         engram.close()
     if args.json:
         _print_json(
-            {"vault": str(engram.vault.root), "sync": report.to_dict(), "status": status.to_dict()}
+            {
+                "vault": str(engram.vault.root),
+                "sync": json_value(report),
+                "status": json_value(status),
+            }
         )
         return EXIT_OK
     rate = report.parsed / report.elapsed_s if report.elapsed_s > 0 and report.parsed else 0
@@ -184,7 +189,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     finally:
         engram.close()
     if args.json:
-        _print_json(response.to_dict())
+        _print_json(json_value(response))
     else:
         _print_results(response)
     return EXIT_OK
@@ -214,7 +219,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     finally:
         engram.close()
     if args.json:
-        data = {"vault": str(engram.vault.root), **status.to_dict()}
+        data = {"vault": str(engram.vault.root), **json_value(status)}
         if args.problems:
             data["problem_notes"] = problems
         _print_json(data)
@@ -244,7 +249,7 @@ def cmd_topics(args: argparse.Namespace) -> int:
     finally:
         engram.close()
     if args.json:
-        _print_json([t.to_dict() for t in topics])
+        _print_json(json_value(topics))
         return EXIT_OK
     width = max((len(str(t.notes)) for t in topics), default=1)
     for t in topics:

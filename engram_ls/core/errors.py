@@ -19,13 +19,6 @@ class EngramError(Exception):
         self.message = message
         self.data: dict[str, Any] = dict(data or {})
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "code": self.code,
-            "message": self.message,
-            **({"data": self.data} if self.data else {}),
-        }
-
 
 class InvalidRequest(EngramError):
     """The request is malformed: bad field, bad date, bad regex, empty query without filters."""

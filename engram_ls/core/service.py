@@ -60,9 +60,6 @@ class TopicCount:
     name: str
     notes: int
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "notes": self.notes}
-
 
 @dataclass(frozen=True, slots=True)
 class Indexed:
@@ -73,9 +70,6 @@ class Indexed:
     generation: int
     indexed: bool
     warning: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"generation": self.generation, "indexed": self.indexed, "warning": self.warning}
 
 
 def default_index_path(root: Path, config: EngramConfig) -> Path:

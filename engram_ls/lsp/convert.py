@@ -27,6 +27,7 @@ from engram_ls.core.errors import (
 )
 from engram_ls.core.model import Problem
 from engram_ls.core.search import SearchHit, SearchResponse
+from engram_ls.core.serialize import json_value
 
 SERVER_ERROR = -32000
 
@@ -70,7 +71,7 @@ def hit_range(hit: SearchHit) -> dict[str, Any]:
 
 def search_result(response: SearchResponse) -> dict[str, Any]:
     """DESIGN §4 result; each hit also carries the LSP ``range`` of its line."""
-    out = response.to_dict()
+    out: dict[str, Any] = json_value(response)
     for item, hit in zip(out["results"], response.results, strict=True):
         item["range"] = hit_range(hit)
     return out

@@ -24,6 +24,7 @@ from pydantic import Field
 from engram_ls import __version__
 from engram_ls.core.check import IntegrityChecker
 from engram_ls.core.errors import EngramError, InvalidRequest, NotFound, OutsideVault
+from engram_ls.core.serialize import json_value
 from engram_ls.core.service import Engram
 from engram_ls.core.vault import choose_vault_root
 from engram_ls.core.watch import VaultWatcher
@@ -121,7 +122,7 @@ def create_server(engram: Engram, *, allow_write: bool = False) -> MCPServer:
             "limit": limit,
             "offset": offset,
         }
-        result: dict[str, Any] = call(engram.search, request).to_dict()
+        result: dict[str, Any] = json_value(call(engram.search, request))
         return result
 
     @mcp.tool(annotations=READ_ONLY)
@@ -189,8 +190,8 @@ def create_server(engram: Engram, *, allow_write: bool = False) -> MCPServer:
         limit: Annotated[int, Field(ge=1, le=10_000, description="At most this many.")] = 100,
     ) -> dict[str, Any]:
         """The vault's topics (tags) with how many notes use each, most used first."""
-        topics = [t.to_dict() for t in call(engram.topics, prefix, limit)]
-        return {"topics": topics, "index": engram.status().to_dict()}
+        topics = json_value(call(engram.topics, prefix, limit))
+        return {"topics": topics, "index": json_value(engram.status())}
 
     @mcp.tool(annotations=READ_ONLY)
     def related_notes(
@@ -209,7 +210,7 @@ def create_server(engram: Engram, *, allow_write: bool = False) -> MCPServer:
     @mcp.tool(annotations=READ_ONLY)
     def index_status() -> dict[str, Any]:
         """The state of the vault's index: state, note/topic/problem counts, generation."""
-        return {"vault": str(engram.vault.root), **engram.status().to_dict()}
+        return {"vault": str(engram.vault.root), **json_value(engram.status())}
 
     if allow_write:
 
@@ -226,7 +227,7 @@ def create_server(engram: Engram, *, allow_write: bool = False) -> MCPServer:
             note was written but the index could not be updated yet: it catches up by
             itself, and searches read the files meanwhile. Do not write the note again."""
             indexed = call(engram.write_note, path, content, overwrite=overwrite)
-            return {"path": engram.vault.rel(path), **indexed.to_dict()}
+            return {"path": engram.vault.rel(path), **json_value(indexed)}
 
         @mcp.tool(annotations=WRITE)
         def add_topics(
@@ -243,7 +244,7 @@ def create_server(engram: Engram, *, allow_write: bool = False) -> MCPServer:
                 "path": engram.vault.rel(path),
                 "changed": edit is not None,
                 "topics": list(edit.topics) if edit is not None else None,
-                **indexed.to_dict(),
+                **json_value(indexed),
             }
 
     return mcp

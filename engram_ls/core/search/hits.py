@@ -4,12 +4,13 @@ paths use to place a snippet, order the notes and build a hit."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar
 
 from engram_ls.core.config import EngramConfig
 from engram_ls.core.index import fts
 from engram_ls.core.search.plan import Plan
+from engram_ls.core.serialize import rounded
 from engram_ls.core.vault import Vault
 
 ServedBy = Literal["index", "scan"]
@@ -26,18 +27,6 @@ class SearchHit:
     snippet: str
     line: int
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "uri": self.uri,
-            "title": self.title,
-            "created_at": self.created_at,
-            "topics": list(self.topics),
-            "score": self.score,
-            "snippet": self.snippet,
-            "line": self.line,
-        }
-
 
 @dataclass(frozen=True, slots=True)
 class IndexInfo:
@@ -46,14 +35,6 @@ class IndexInfo:
     generation: int
     updated_at: str | None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "state": self.state,
-            "served_by": self.served_by,
-            "generation": self.generation,
-            "updated_at": self.updated_at,
-        }
-
 
 @dataclass(slots=True)
 class SearchResponse:
@@ -61,16 +42,7 @@ class SearchResponse:
     total: int
     truncated: bool
     index: IndexInfo
-    elapsed_ms: float = 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "results": [hit.to_dict() for hit in self.results],
-            "total": self.total,
-            "truncated": self.truncated,
-            "index": self.index.to_dict(),
-            "elapsed_ms": round(self.elapsed_ms, 3),
-        }
+    elapsed_ms: float = field(default=0.0, metadata=rounded(3))
 
 
 def make_snippet(text: str, limit: int, plan: Plan | None = None) -> str:
