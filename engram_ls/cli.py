@@ -18,7 +18,7 @@ from engram_ls import __version__
 from engram_ls.core.config import CONFIG_DIR
 from engram_ls.core.errors import EngramError, IndexUnavailable
 from engram_ls.core.librarian import Librarian, LibrarianReport
-from engram_ls.core.search import SearchResponse
+from engram_ls.core.search import RequestField, SearchResponse, request_fields
 from engram_ls.core.serialize import json_value
 from engram_ls.core.service import Engram, default_index_path
 from engram_ls.core.sync import Change, SyncReport
@@ -100,7 +100,11 @@ def _print_json(obj: Any) -> None:
 
 
 def _tag_values(argv: Sequence[str]) -> list[str]:
-    """Let ``--tag -topic`` mean "exclude topic" (argparse would read ``-topic`` as a flag)."""
+    """Let ``--tag -topic`` mean "exclude topic" (argparse would read ``-topic`` as a flag);
+    the same for every repeatable option of the search request."""
+    repeatable = {
+        flag: _flags(f)[0] for f in request_fields("cli") if f.kind is list for flag in _flags(f)
+    }
     out: list[str] = []
     i = 0
     while i < len(argv):
@@ -109,8 +113,8 @@ def _tag_values(argv: Sequence[str]) -> list[str]:
             out.extend(argv[i:])
             break
         nxt = argv[i + 1] if i + 1 < len(argv) else None
-        if a in ("--tag", "-t") and nxt is not None and nxt.startswith("-") and nxt != "--":
-            out.append(f"--tag={nxt}")
+        if a in repeatable and nxt is not None and nxt.startswith("-") and nxt != "--":
+            out.append(f"{repeatable[a]}={nxt}")
             i += 2
             continue
         out.append(a)
@@ -172,20 +176,9 @@ def cmd_search(args: argparse.Namespace) -> int:
                 _sync(engram)
             except IndexUnavailable as exc:  # locked, full disk: the answer comes from a scan
                 _err(f"warning: {exc.message}; answering by scanning the files")
-        request: dict[str, Any] = {
-            "query": args.query or "",
-            "mode": args.mode,
-            "tags": args.tag or [],
-            "tags_mode": args.tags_mode,
-            "date_from": args.date_from,
-            "date_to": args.date_to,
-            "path": args.path,
-            "limit": args.limit,
-            "offset": args.offset,
-            "case_sensitive": args.case_sensitive,
-            "raw_fts": args.raw_fts,
-        }
-        response = engram.search(request)
+        fields = request_fields("cli")
+        values = {f.name: getattr(args, f.name) for f in fields}
+        response = engram.search({k: v for k, v in values.items() if v is not None})
     finally:
         engram.close()
     if args.json:
@@ -387,6 +380,35 @@ def _print_librarian(report: LibrarianReport) -> None:
 # -- parser ----------------------------------------------------------------------------------
 
 
+def _add_request_options(p: argparse.ArgumentParser) -> None:
+    """The search request's fields as options (and QUERY), from the core model: the names,
+    defaults, choices and help text are the model's (``core/search/request.py``)."""
+    for f in request_fields("cli"):
+        offer = f.offer
+        options: dict[str, Any] = {"help": f.help.replace("%", "%%"), "default": f.default}
+        if f.kind is bool:
+            options["action"] = "store_true"
+        else:
+            options["metavar"] = offer.metavar or f.name.upper()
+            if f.kind is list:
+                options.update(action="append", default=None)
+            elif f.kind is int:
+                options["type"] = int
+            if f.choices:
+                options["choices"] = list(f.choices)
+                del options["metavar"]
+        if offer.flag == "":
+            p.add_argument(f.name, nargs="?", **options)
+            continue
+        p.add_argument(*_flags(f), dest=f.name, **options)
+
+
+def _flags(f: RequestField) -> list[str]:
+    """The options of a request field: ``--`` and its name with dashes, or its own."""
+    long = f.offer.flag or "--" + f.name.replace("_", "-")
+    return [long, f.offer.short] if f.offer.short else [long]
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="engram",
@@ -422,51 +444,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="search notes by text, topics, dates and folder",
         description='Search notes. QUERY is words, "phrases" and prefix* (mode text), '
         "a substring (literal) or a regular expression (regex). With no QUERY, lists the notes "
-        "that match the filters, newest first.",
+        "that match the filters, newest first. A QUERY that starts with - goes after --.",
     )
-    p.add_argument(
-        "query",
-        nargs="?",
-        metavar="QUERY",
-        help="what to find (put -- before a query that starts with -)",
-    )
+    _add_request_options(p)
     p.add_argument("--vault", metavar="VAULT", help="vault folder")
-    p.add_argument(
-        "--tag",
-        "-t",
-        action="append",
-        metavar="TOPIC",
-        help="filter by topic (repeat; -TOPIC excludes)",
-    )
-    p.add_argument(
-        "--tags-mode",
-        choices=["any", "all"],
-        default="any",
-        help="need any (default) or all of the topics",
-    )
-    p.add_argument("--from", dest="date_from", metavar="YYYY-MM-DD", help="notes dated on or after")
-    p.add_argument("--to", dest="date_to", metavar="YYYY-MM-DD", help="notes dated on or before")
-    p.add_argument(
-        "--mode",
-        choices=["text", "literal", "regex", "semantic"],
-        default="text",
-        help="how QUERY matches (default text)",
-    )
-    p.add_argument(
-        "--path",
-        metavar="FOLDER_OR_GLOB",
-        help="only notes under this folder, or matching this glob",
-    )
-    p.add_argument(
-        "--limit",
-        type=int,
-        default=None,
-        metavar="N",
-        help="results per page (default 50, max 1000)",
-    )
-    p.add_argument("--offset", type=int, default=0, metavar="N", help="skip N results")
-    p.add_argument("--case-sensitive", action="store_true", help="literal/regex: match case")
-    p.add_argument("--raw-fts", action="store_true", help="text: pass QUERY to SQLite FTS5 as is")
     p.add_argument(
         "--no-sync",
         action="store_true",

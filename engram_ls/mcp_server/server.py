@@ -9,11 +9,12 @@ Every error an agent can cause comes back as a tool error naming the Engram code
 from __future__ import annotations
 
 import argparse
+import inspect
 import logging
 import re
 import sys
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import anyio
 from mcp.server.mcpserver import MCPServer
@@ -24,6 +25,7 @@ from pydantic import Field
 from engram_ls import __version__
 from engram_ls.core.check import IntegrityChecker
 from engram_ls.core.errors import EngramError, InvalidRequest, NotFound, OutsideVault
+from engram_ls.core.search import RequestField, request_fields
 from engram_ls.core.serialize import json_value
 from engram_ls.core.service import Engram
 from engram_ls.core.vault import choose_vault_root
@@ -77,53 +79,15 @@ def create_server(engram: Engram, *, allow_write: bool = False) -> MCPServer:
         except EngramError as exc:
             raise _tool_error(exc) from None
 
-    @mcp.tool(annotations=READ_ONLY)
-    def search_notes(
-        query: Annotated[
-            str,
-            Field(
-                description='Words, "phrases", prefix*; or a substring '
-                "(mode literal) or regular expression (mode regex). May be "
-                "empty when a filter is given."
-            ),
-        ] = "",
-        mode: Annotated[
-            Literal["text", "literal", "regex"], Field(description="How query matches.")
-        ] = "text",
-        tags: Annotated[
-            list[str] | None,
-            Field(
-                description="Topics to filter by (case-insensitive, whole topics); '-topic' "
-                "excludes."
-            ),
-        ] = None,
-        tags_mode: Annotated[
-            Literal["any", "all"], Field(description="Notes need any or all of the tags.")
-        ] = "any",
-        date_from: Annotated[str | None, Field(description="YYYY-MM-DD, inclusive.")] = None,
-        date_to: Annotated[str | None, Field(description="YYYY-MM-DD, inclusive.")] = None,
-        path: Annotated[
-            str | None, Field(description="Vault-relative folder or glob to search in.")
-        ] = None,
-        limit: Annotated[int, Field(ge=1, le=1000, description="Results per page.")] = 20,
-        offset: Annotated[int, Field(ge=0, description="Results to skip.")] = 0,
-    ) -> dict[str, Any]:
+    def search_notes(**request: Any) -> dict[str, Any]:
         """Search the notes by text, topics, dates and folder. Returns matching notes with
         path, title, date, topics, a snippet and its line, best first (newest first when there
         is no query), plus the total and whether more pages exist."""
-        request = {
-            "query": query,
-            "mode": mode,
-            "tags": tags or [],
-            "tags_mode": tags_mode,
-            "date_from": date_from,
-            "date_to": date_to,
-            "path": path,
-            "limit": limit,
-            "offset": offset,
-        }
         result: dict[str, Any] = json_value(call(engram.search, request))
         return result
+
+    search_notes.__signature__ = _signature(request_fields("agents"))  # type: ignore[attr-defined]
+    mcp.add_tool(search_notes, annotations=READ_ONLY)
 
     @mcp.tool(annotations=READ_ONLY)
     def get_session_context(
@@ -248,6 +212,17 @@ def create_server(engram: Engram, *, allow_write: bool = False) -> MCPServer:
             }
 
     return mcp
+
+
+def _signature(fields: list[RequestField]) -> inspect.Signature:
+    """The tool's parameters: the core request's fields (types, defaults, limits and
+    descriptions), which the SDK turns into the input schema and validates."""
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    params = [
+        inspect.Parameter(f.name, keyword, default=f.default, annotation=f.annotation)
+        for f in fields
+    ]
+    return inspect.Signature(params, return_annotation=dict[str, Any])
 
 
 def _read(engram: Engram, path: str, offset: int, max_chars: int) -> str:

@@ -25,13 +25,21 @@ from engram_ls.core.search.hits import (
     snippet_line,
 )
 from engram_ls.core.search.plan import Plan, make_plan
-from engram_ls.core.search.request import Mode, SearchRequest, parse_request, require_text
+from engram_ls.core.search.request import (
+    Mode,
+    RequestField,
+    SearchRequest,
+    parse_request,
+    request_fields,
+    require_text,
+)
 
 __all__ = [
     "Found",
     "IndexInfo",
     "Mode",
     "Plan",
+    "RequestField",
     "SearchHit",
     "SearchRequest",
     "SearchResponse",
@@ -41,6 +49,7 @@ __all__ = [
     "newest_first",
     "page_hits",
     "parse_request",
+    "request_fields",
     "require_text",
     "snippet_line",
 ]
