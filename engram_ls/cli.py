@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -421,24 +421,49 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
-    def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument(
-            "--index",
-            metavar="FILE",
-            help="index file (default VAULT/.engram/index.sqlite, or $ENGRAM_INDEX)",
-        )
-        p.add_argument("--json", action="store_true", help="print JSON (stable, documented)")
+    _index_command(sub)
+    _search_command(sub)
+    _status_command(sub)
+    _topics_command(sub)
+    _librarian_command(sub)
+    _mv_command(sub)
+    # `engram lsp ...` and `engram mcp ...` hand their arguments to the servers' own parsers.
+    sub.add_parser("lsp", help="run the language server (engram-ls); see engram lsp --help")
+    sub.add_parser("mcp", help="run the MCP server (engram-mcp); see engram mcp --help")
+    return parser
 
+
+def _common(p: argparse.ArgumentParser, command: Callable[[argparse.Namespace], int]) -> None:
+    """The options every command has, and the function that runs it."""
+    p.add_argument(
+        "--index",
+        metavar="FILE",
+        help="index file (default VAULT/.engram/index.sqlite, or $ENGRAM_INDEX)",
+    )
+    p.add_argument("--json", action="store_true", help="print JSON (stable, documented)")
+    p.set_defaults(func=command)
+
+
+def _vault(p: argparse.ArgumentParser, *, option: bool = False) -> None:
+    """The vault folder: the positional VAULT, or with ``option`` the option ``--vault``."""
+    if option:
+        p.add_argument("--vault", metavar="VAULT", help="vault folder")
+    else:
+        p.add_argument("vault", nargs="?", metavar="VAULT", help="vault folder")
+
+
+def _index_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "index",
         help="build or update the index",
         description="Build the index, or bring it up to date (only changed files are re-parsed).",
     )
-    p.add_argument("vault", nargs="?", metavar="VAULT", help="vault folder")
+    _vault(p)
     p.add_argument("--full", action="store_true", help="re-parse every note")
-    common(p)
-    p.set_defaults(func=cmd_index)
+    _common(p, cmd_index)
 
+
+def _search_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "search",
         help="search notes by text, topics, dates and folder",
@@ -447,33 +472,35 @@ def build_parser() -> argparse.ArgumentParser:
         "that match the filters, newest first. A QUERY that starts with - goes after --.",
     )
     _add_request_options(p)
-    p.add_argument("--vault", metavar="VAULT", help="vault folder")
+    _vault(p, option=True)
     p.add_argument(
         "--no-sync",
         action="store_true",
         help="search the index as it is (never created or written; without one, scan)",
     )
-    common(p)
-    p.set_defaults(func=cmd_search)
+    _common(p, cmd_search)
 
+
+def _status_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "status",
         help="show the index state",
         description="Show the index state, counts and problems. Reads the index as it is: "
         "never creates or updates it.",
     )
-    p.add_argument("vault", nargs="?", metavar="VAULT", help="vault folder")
+    _vault(p)
     p.add_argument("--problems", action="store_true", help="list notes with problems")
-    common(p)
-    p.set_defaults(func=cmd_status)
+    _common(p, cmd_status)
 
+
+def _topics_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "topics",
         help="list topics, most used first",
         description="List topics with their note counts, most used first, from the index as "
         "it is (never created or updated here; without one, counted from the files).",
     )
-    p.add_argument("vault", nargs="?", metavar="VAULT", help="vault folder")
+    _vault(p)
     p.add_argument("--prefix", metavar="TEXT", help="only topics starting with TEXT")
     p.add_argument(
         "--limit", type=int, default=100, metavar="N", help="at most N topics (default 100)"
@@ -483,9 +510,10 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="accepted for older scripts: topics never updates the index",
     )
-    common(p)
-    p.set_defaults(func=cmd_topics)
+    _common(p, cmd_topics)
 
+
+def _librarian_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "librarian",
         help="add topics to notes from the keyword_topics map (dry run unless --apply)",
@@ -494,7 +522,7 @@ def build_parser() -> argparse.ArgumentParser:
         "the frontmatter changes, each file is replaced atomically, and a note changed on disk "
         "since it was read is skipped. Exit status 1 when notes were skipped or failed.",
     )
-    p.add_argument("vault", nargs="?", metavar="VAULT", help="vault folder")
+    _vault(p)
     p.add_argument("--apply", action="store_true", help="write the topics (default: dry run)")
     p.add_argument(
         "--quarantine",
@@ -502,8 +530,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="move notes that are not UTF-8 text to DIR (vault-relative, must not be indexed, "
         "e.g. .engram/quarantine), logging each move there",
     )
-    common(p)
-    p.set_defaults(func=cmd_librarian)
+    _common(p, cmd_librarian)
+
+
+def _mv_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "mv",
         help="move or rename a note or folder, updating every link to it",
@@ -514,7 +544,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("old", metavar="OLD", help="the note or folder (a path)")
     p.add_argument("new", metavar="NEW", help="its new path (must not exist)")
-    p.add_argument("--vault", metavar="VAULT", help="vault folder")
+    _vault(p, option=True)
     p.add_argument(
         "--dry-run", action="store_true", help="print the link changes; move and write nothing"
     )
@@ -523,12 +553,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="OLD and NEW are vault-relative (default: relative to the current folder)",
     )
-    common(p)
-    p.set_defaults(func=cmd_mv)
-    # `engram lsp ...` and `engram mcp ...` hand their arguments to the servers' own parsers.
-    sub.add_parser("lsp", help="run the language server (engram-ls); see engram lsp --help")
-    sub.add_parser("mcp", help="run the MCP server (engram-mcp); see engram mcp --help")
-    return parser
+    _common(p, cmd_mv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -138,3 +138,46 @@ async def test_mcp_tags_null_or_a_string(engram: Engram) -> None:
         not text.is_error
         and text.structured_content["results"] == (listed.structured_content["results"])
     )
+
+
+STRICT_KEYWORDS = {
+    "type",
+    "properties",
+    "title",
+    "description",
+    "default",
+    "enum",
+    "anyOf",
+    "items",
+    "minimum",
+    "maximum",
+    "required",
+    "additionalProperties",
+}
+"""JSON Schema keywords a strict validator (Ajv in strict mode, as MCP clients use) knows;
+one outside them is an error there, not ignored."""
+
+
+def _keywords(schema: Any) -> set[str]:
+    if isinstance(schema, list):
+        return set().union(*(_keywords(s) for s in schema)) if schema else set()
+    if not isinstance(schema, dict):
+        return set()
+    found = set(schema)
+    for key, value in schema.items():
+        if key == "properties":
+            found |= set().union(*(_keywords(v) for v in value.values()))
+        elif key in ("anyOf", "items"):
+            found |= _keywords(value)
+    return found
+
+
+async def test_mcp_input_schema_is_strict_json_schema(engram: Engram) -> None:
+    import jsonschema
+
+    schema = await _mcp_schema(engram)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert _keywords(schema) <= STRICT_KEYWORDS, _keywords(schema) - STRICT_KEYWORDS
+    validator = jsonschema.Draft202012Validator(schema)
+    assert not list(validator.iter_errors({"query": "x", "tags": ["a"], "limit": 20}))
+    assert list(validator.iter_errors({"limit": 1001}))
