@@ -181,3 +181,20 @@ async def test_mcp_input_schema_is_strict_json_schema(engram: Engram) -> None:
     validator = jsonschema.Draft202012Validator(schema)
     assert not list(validator.iter_errors({"query": "x", "tags": ["a"], "limit": 20}))
     assert list(validator.iter_errors({"limit": 1001}))
+
+
+async def test_session_context_keeps_to_the_configured_page_cap(
+    vault_copy: Callable[[str], Path],
+) -> None:
+    """get_session_context asked for a page of 1000 whatever ``limits.max_results`` said, so a
+    vault that lowered the cap got ENGRAM_LIMIT for every call; it asks for the cap now."""
+    root = vault_copy("tags")
+    (root / ".engram").mkdir(exist_ok=True)
+    (root / ".engram" / "config.yaml").write_text("limits:\n  max_results: 100\n", "utf-8")
+    engram = Engram(root)
+    engram.open()
+    engram.sync()
+    async with Client(create_server(engram)) as client:
+        r = await client.call_tool("get_session_context", {"query": "memory"})
+    assert not r.is_error, r.content[0].text
+    assert "memory" in r.content[0].text.casefold()

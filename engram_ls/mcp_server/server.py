@@ -128,7 +128,7 @@ def _add_search_tools(mcp: MCPServer, engram: Engram) -> None:
             "tags": tags or [],
             "date_from": date_from,
             "date_to": date_to,
-            "limit": 1000,
+            "limit": engram.config.limits.max_results,
             "path": f"**/{session_id}*" if session_id else None,
         }
         response = _call(engram.search, request)
