@@ -225,8 +225,8 @@ def request_fields(front_end: FrontEnd) -> list[RequestField]:
                 choices = offer.agent_choices
                 base = Literal[choices]  # type: ignore[assignment]
             if offer.agent_default is not None:
-                default = offer.agent_default
-                base = next(a for a in get_args(base) if a is not type(None))
+                default = offer.agent_default  # not None: the type need not take null
+                base = next((a for a in get_args(base) if a is not type(None)), base)
         constraints = [m for m in info.metadata if not isinstance(m, Offer)]
         described = Field(description=info.description, json_schema_extra=info.json_schema_extra)
         out.append(
