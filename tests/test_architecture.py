@@ -53,7 +53,7 @@ def test_mcp_does_not_import_lsp(path: Path) -> None:
 def test_core_has_modules() -> None:
     """The check above must be looking at something."""
     names = {p.name for p in modules("core")}
-    assert {"parse.py", "search.py", "sync.py", "vault.py"} <= names
+    assert {"parse.py", "request.py", "sync.py", "vault.py"} <= names
 
 
 def test_no_print_in_package() -> None:
@@ -99,21 +99,7 @@ def test_features_are_found() -> None:
     assert {"links.py", "topics.py"} <= {p.name for p in _feature_modules()}
 
 
-_SEARCH_MOVING = pytest.mark.xfail(
-    strict=False,
-    reason="core/index/query.py imports core.search until the search package (issue 14 item 4,"
-    " the schema branch) lands; the lead removes this mark after merging",
-)
-
-
-@pytest.mark.parametrize(
-    "path",
-    [
-        pytest.param(p, marks=_SEARCH_MOVING) if p.name == "query.py" else p
-        for p in modules("core/index")
-    ],
-    ids=lambda p: p.name,
-)
+@pytest.mark.parametrize("path", modules("core/index"), ids=lambda p: p.name)
 def test_index_never_imports_search(path: Path) -> None:
     """The index sits below the search service that plans queries over it."""
     found = imports_of(path)

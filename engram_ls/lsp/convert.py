@@ -18,7 +18,6 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcServ
 
 from engram_ls.core.errors import (
     EngramError,
-    IndexStale,
     IndexUnavailable,
     InvalidRequest,
     LimitExceeded,
@@ -29,6 +28,7 @@ from engram_ls.core.errors import (
 )
 from engram_ls.core.model import Problem
 from engram_ls.core.search import SearchHit, SearchResponse
+from engram_ls.core.serialize import json_value
 
 SERVER_ERROR = -32000
 
@@ -36,7 +36,6 @@ _INVALID_PARAMS = (InvalidRequest, LimitExceeded, OutsideVault, UnsupportedMode,
 SERVER_CODES: dict[type[EngramError], int] = {
     IndexUnavailable: SERVER_ERROR - 1,
     SearchTimeout: SERVER_ERROR - 2,
-    IndexStale: SERVER_ERROR - 3,
 }
 """JSON-RPC codes (in the -32099..-32000 range for server errors) of the errors that are not
 a fault of the request; any other is -32000. A client's ``$/cancelRequest`` is -32800."""
@@ -73,7 +72,7 @@ def hit_range(hit: SearchHit) -> dict[str, Any]:
 
 def search_result(response: SearchResponse) -> dict[str, Any]:
     """DESIGN §4 result; each hit also carries the LSP ``range`` of its line."""
-    out = response.to_dict()
+    out: dict[str, Any] = json_value(response)
     for item, hit in zip(out["results"], response.results, strict=True):
         item["range"] = hit_range(hit)
     return out

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pygls.exceptions import JsonRpcInvalidParams
 
 from engram_ls.core.errors import EngramError
+from engram_ls.core.serialize import json_value
 from engram_ls.lsp import convert
 
 if TYPE_CHECKING:
@@ -81,7 +82,7 @@ async def status(ls: EngramLanguageServer, params: Any) -> dict[str, Any]:
                 "root": str(vault.root),
                 "uri": convert.path_to_uri(vault.root),
                 "building": vault.building,
-                **st.to_dict(),
+                **json_value(st),
             }
         )
     return {"vaults": vaults}
