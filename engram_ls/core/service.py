@@ -32,12 +32,10 @@ from engram_ls.core.errors import (
 from engram_ls.core.index import db
 from engram_ls.core.index import symbols as sym
 from engram_ls.core.index.links import NameMatch
-from engram_ls.core.index.query import IndexSearcher
 from engram_ls.core.index.store import Index, IndexStatus
 from engram_ls.core.librarian import add_topics_to_file
 from engram_ls.core.links import MovePlan
 from engram_ls.core.model import LinkKind, Note
-from engram_ls.core.scan import ScanSearcher
 from engram_ls.core.search import (
     IndexInfo,
     SearchRequest,
@@ -46,6 +44,8 @@ from engram_ls.core.search import (
     parse_request,
     require_text,
 )
+from engram_ls.core.search.index_path import IndexSearcher
+from engram_ls.core.search.scan_path import ScanSearcher
 from engram_ls.core.sync import Change, ProgressFn, Syncer, SyncReport, read_note
 from engram_ls.core.topic_edit import TopicEdit
 from engram_ls.core.vault import Vault
@@ -61,9 +61,6 @@ class TopicCount:
     name: str
     notes: int
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "notes": self.notes}
-
 
 @dataclass(frozen=True, slots=True)
 class Indexed:
@@ -74,9 +71,6 @@ class Indexed:
     generation: int
     indexed: bool
     warning: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"generation": self.generation, "indexed": self.indexed, "warning": self.warning}
 
 
 def default_index_path(root: Path, config: EngramConfig) -> Path:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import pytest
 
 from engram_ls.core.config import EngramConfig
-from engram_ls.lsp.features.completion import find_slot, locate
+from engram_ls.lsp.document import locate
+from engram_ls.lsp.features.topics import find_slot
 
 CONFIG = EngramConfig()
 

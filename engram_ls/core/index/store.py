@@ -15,7 +15,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from engram_ls.core.index.rows import (
     now_iso,
 )
 from engram_ls.core.index.schema import DDL, SCHEMA_VERSION
+from engram_ls.core.serialize import NOT_JSON
 
 log = logging.getLogger(__name__)
 OPEN_CHECK_BYTES = 32 * 1024 * 1024
@@ -48,22 +49,10 @@ class IndexStatus:
     problems: int
     topics: int
     path: str
-    fingerprint: str | None = None
+    fingerprint: str | None = field(default=None, metadata=NOT_JSON)
     moved_aside: dict[str, Any] | None = None
     """The damaged copy kept after the index was last replaced: ``{path, reason, detail,
     at}`` (reason ``corrupt``, ``wal-lost`` or ``version``); None when there is none."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "state": self.state,
-            "generation": self.generation,
-            "updated_at": self.updated_at,
-            "notes": self.notes,
-            "problems": self.problems,
-            "topics": self.topics,
-            "path": self.path,
-            "moved_aside": self.moved_aside,
-        }
 
 
 @dataclass(frozen=True, slots=True)
