@@ -16,14 +16,16 @@ never raises. Hostile or broken YAML becomes a :class:`~engram_ls.core.model.Pro
   are refused before anything is built, also as ``yaml``.
 
 Most frontmatter is a handful of ``key: value`` lines, so a small line-based reader handles
-that subset (plain, simply quoted and flow-list scalars, block lists under a key) with YAML's
-own scalar resolution and constructors, and hands everything else to the YAML loader; it
-gives the same result as the loader on every text it accepts.
+that subset (plain, simply quoted and flow-list scalars, block lists under a key), finding the
+keys and items with the frontmatter scanner (:mod:`engram_ls.core.fmscan`) and resolving the
+scalars with YAML's own resolvers and constructors. It answers only where the YAML loader gives
+the same result and hands everything else to the loader
+(tests/core/test_frontmatter_differential.py checks this against the loader).
 
-Two leniencies keep one bad value from costing the whole block: a timestamp-looking value that
-is not a real date (``2024-13-45``) or an integer too long to convert stays a string, and a
-mapping key that cannot be a dict key (``date: {{date}}`` is a mapping inside a mapping) is
-dropped instead of failing the load.
+One leniency keeps one bad value from costing the whole block: a timestamp-looking value that
+is not a real date (``2024-13-45``) or an integer too long to convert stays a string. A mapping
+used as a key (an unquoted template placeholder: ``date: {{date}}``) is a ``yaml`` problem, as
+PyYAML says.
 """
 
 from __future__ import annotations
@@ -36,12 +38,13 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from engram_ls.core import fmscan
 from engram_ls.core.model import Problem
 
 try:  # the libyaml-backed loader is several times faster; same (safe) semantics
-    from yaml import CSafeLoader as _BaseLoader
+    from yaml import CSafeLoader as SafeYamlLoader
 except ImportError:  # pragma: no cover - PyYAML built without libyaml
-    from yaml import SafeLoader as _BaseLoader  # type: ignore[assignment]
+    from yaml import SafeLoader as SafeYamlLoader  # type: ignore[assignment]
 
 __all__ = [
     "MAX_ALIAS_EXPANSION",
@@ -49,6 +52,7 @@ __all__ = [
     "MAX_NESTING",
     "Frontmatter",
     "FrontmatterBlock",
+    "SafeYamlLoader",
     "parse_frontmatter",
     "read_frontmatter",
     "split_frontmatter",
@@ -151,27 +155,35 @@ class Frontmatter:
     problems: tuple[Problem, ...] = ()
 
     def key_line(self, key: str) -> int | None:
-        """1-based file line of the top-level ``key:`` (case-insensitive), or None."""
-        match = _key_match(self.block.yaml_text, key)
-        if match is None:
-            return None
-        return self.block.open_line + 1 + self.block.yaml_text.count("\n", 0, match.start())
+        """1-based file line of the top-level ``key:`` whose value YAML loaded, or None.
+
+        When the key is written more than once, YAML keeps the last value, so that is the
+        line. A key that is not written exactly so is looked up ignoring case.
+        """
+        found = self._key(key)
+        return None if found is None else self.block.open_line + 1 + found[0]
 
     def raw_value(self, key: str) -> str | None:
         """The source text after the top-level ``key:`` on its line (comments included)."""
-        match = _key_match(self.block.yaml_text, key)
-        if match is None:
+        found = self._key(key)
+        return None if found is None else found[1]
+
+    def _key(self, key: str) -> tuple[int, str] | None:
+        lines = [line.removesuffix("\r") for line in self.block.yaml_text.split("\n")]
+        found = fmscan.key_lines(lines, key)
+        if not found:
+            folded = key.casefold()
+            found = [
+                (index, hit)
+                for index, line in enumerate(lines)
+                if (hit := fmscan.key_at(line)) is not None
+                and hit.name is not None
+                and hit.name.casefold() == folded
+            ]
+        if not found:
             return None
-        line_end = self.block.yaml_text.find("\n", match.end())
-        if line_end < 0:
-            line_end = len(self.block.yaml_text)
-        return self.block.yaml_text[match.end() : line_end].strip()
-
-
-def _key_match(yaml_text: str, key: str) -> re.Match[str] | None:
-    name = re.escape(key)
-    pattern = rf"^(?:{name}|\"{name}\"|'{name}')[ \t]*:"
-    return re.search(pattern, yaml_text, re.MULTILINE | re.IGNORECASE)
+        index, hit = found[-1]
+        return index, lines[index][hit.end :].strip()
 
 
 def parse_frontmatter(block: FrontmatterBlock) -> Frontmatter:
@@ -213,24 +225,12 @@ def read_frontmatter(text: str) -> Frontmatter | None:
     return None if block is None else parse_frontmatter(block)
 
 
-class _Loader(_BaseLoader):
-    """Safe loader that keeps going past a bad timestamp, a huge int or an unhashable key."""
-
-    def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Any, Any]:
-        self.flatten_mapping(node)
-        mapping: dict[Any, Any] = {}
-        for key_node, value_node in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            try:
-                hash(key)
-            except TypeError:
-                continue
-            mapping[key] = self.construct_object(value_node, deep=deep)
-        return mapping
+class _Loader(SafeYamlLoader):
+    """Safe loader that keeps going past a bad timestamp or a huge int (they stay strings)."""
 
 
 def _lenient_scalar(tag: str) -> Any:
-    strict = _BaseLoader.yaml_constructors[tag]
+    strict = SafeYamlLoader.yaml_constructors[tag]
 
     def construct(loader: _Loader, node: Node) -> Any:
         try:
@@ -298,6 +298,8 @@ def _yaml_problem(
     if close_line is not None:
         line = min(line, close_line)
     what = exc.problem or "invalid YAML"
+    if what == "found unhashable key":  # ``date: {{date}}`` is a mapping used as a key
+        what += ' (a template placeholder such as {{date}} must be quoted: "{{date}}")'
     if mark is not None:
         source_lines = text.split("\n")
         if mark.line < len(source_lines) and "\t" in source_lines[mark.line]:
@@ -325,7 +327,7 @@ def _may_nest_deeply(text: str) -> bool:
 def _nesting_depth_exceeds(text: str, limit: int) -> bool:
     """Stream parser events (libyaml's parser does not recurse) and stop past ``limit``."""
     depth = 0
-    for event in yaml.parse(text, Loader=_BaseLoader):
+    for event in yaml.parse(text, Loader=SafeYamlLoader):
         if isinstance(event, yaml.CollectionStartEvent):
             depth += 1
             if depth > limit:
@@ -394,10 +396,11 @@ _SIMPLE_UNSAFE_RE = re.compile(
     "[^\n\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]"
 )
 _SIMPLE_KEY_RE = re.compile(r"[A-Za-z_][\w .-]*")
-_SIMPLE_ITEM_RE = re.compile(r"( *)-(?: +(.*?))? *")
 _DOUBLE_QUOTED_RE = re.compile(r'"[^"\\]*"')
 _SINGLE_QUOTED_RE = re.compile(r"'[^']*'")
 _PLAIN_BAD_START = frozenset("-?:,[]{}#&*!|>'\"%@`")
+_MAX_KEY_COLON = 1024
+"""YAML reads a key only when its ``:`` is at most 1024 characters from where the key starts."""
 _FLOW_ITEM_BAD = re.compile(r"[\[\]{}#:'\",]")
 _SCALARS = yaml.constructor.SafeConstructor()
 _IMPLICIT = _Loader.yaml_implicit_resolvers
@@ -429,15 +432,14 @@ def _load_simple(text: str) -> Any:
         stripped = line.lstrip(" ")
         if not stripped or stripped[0] == "#":
             continue
-        colon = line.find(":")
+        colon = fmscan.plain_key_colon(line)
         name = line[:colon].rstrip(" ")
-        rest = line[colon + 1 :]
-        if colon < 0 or _SIMPLE_KEY_RE.fullmatch(name) is None or rest[:1] not in ("", " "):
+        if not 0 < colon <= _MAX_KEY_COLON or _SIMPLE_KEY_RE.fullmatch(name) is None:
             return _NOT_SIMPLE
         key = _plain(name)
         if not isinstance(key, str):
             return _NOT_SIMPLE
-        raw = rest.strip(" ")
+        raw = line[colon + 1 :].strip(" ")
         if raw:
             value = _simple_value(raw)
             if value is _NOT_SIMPLE:
@@ -452,7 +454,7 @@ def _load_simple(text: str) -> Any:
             if not stripped or stripped[0] == "#":
                 index += 1
                 continue
-            item = _SIMPLE_ITEM_RE.fullmatch(line)
+            item = fmscan.ITEM_RE.match(line)
             if item is None:
                 if stripped is not line:
                     return _NOT_SIMPLE  # an indented line that is no list item
@@ -462,7 +464,8 @@ def _load_simple(text: str) -> Any:
             elif item.group(1) != indent:
                 return _NOT_SIMPLE
             index += 1
-            value = _simple_value(item.group(2)) if item.group(2) else None
+            source = line[item.end() :].rstrip(" ")
+            value = _simple_value(source) if source else None
             if value is _NOT_SIMPLE:
                 return _NOT_SIMPLE
             items.append(value)
@@ -479,12 +482,11 @@ def _simple_value(raw: str) -> Any:
     if first == "[":
         if raw[-1] != "]":
             return _NOT_SIMPLE
-        inner = raw[1:-1].strip(" ")
-        if not inner:
+        if not raw[1:-1].strip(" "):
             return []
         items: list[Any] = []
-        for part in inner.split(","):
-            item = part.strip(" ")
+        for start, end in fmscan.split_items(raw, 1, len(raw) - 1):
+            item = raw[start:end].strip(" ")
             if not item:
                 return _NOT_SIMPLE
             if item[0] == '"' or item[0] == "'":

@@ -33,7 +33,7 @@ from engram_ls.core.index import db
 from engram_ls.core.index import symbols as sym
 from engram_ls.core.index.links import NameMatch
 from engram_ls.core.index.store import Index, IndexStatus
-from engram_ls.core.librarian import TopicEdit, add_topics_to_file
+from engram_ls.core.librarian import add_topics_to_file
 from engram_ls.core.links import MovePlan
 from engram_ls.core.model import LinkKind, Note
 from engram_ls.core.search import (
@@ -47,6 +47,7 @@ from engram_ls.core.search import (
 from engram_ls.core.search.index_path import IndexSearcher
 from engram_ls.core.search.scan_path import ScanSearcher
 from engram_ls.core.sync import Change, ProgressFn, Syncer, SyncReport, read_note
+from engram_ls.core.topic_edit import TopicEdit
 from engram_ls.core.vault import Vault
 
 T = TypeVar("T")

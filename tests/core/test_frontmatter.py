@@ -122,7 +122,6 @@ def test_split_keeps_newline_style() -> None:
         pytest.param("d: 2024-03-05\n", {"d": dt.date(2024, 3, 5)}, id="yaml-date"),
         pytest.param("d: 2024-13-45\n", {"d": "2024-13-45"}, id="bad-date-stays-string"),
         pytest.param("d: 0000-01-01\n", {"d": "0000-01-01"}, id="year-zero-stays-string"),
-        pytest.param("date: {{date}}\nx: 1\n", {"date": {}, "x": 1}, id="unhashable-key-dropped"),
         pytest.param(
             "base: &b {a: 1}\nchild:\n  <<: *b\n  c: 2\n",
             {"base": {"a": 1}, "child": {"a": 1, "c": 2}},

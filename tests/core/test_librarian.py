@@ -18,16 +18,9 @@ from hypothesis import strategies as st
 from engram_ls.core.config import EngramConfig
 from engram_ls.core.errors import InvalidRequest, OutsideVault
 from engram_ls.core.frontmatter import read_frontmatter
-from engram_ls.core.librarian import (
-    Librarian,
-    NoteChanged,
-    TopicEdit,
-    add_topics_edit,
-    add_topics_to_file,
-    suggest_topics,
-    topic_edit,
-)
+from engram_ls.core.librarian import Librarian, NoteChanged, add_topics_to_file, suggest_topics
 from engram_ls.core.parse import parse_note
+from engram_ls.core.topic_edit import TopicEdit, add_topics_edit, topic_edit
 
 CONFIG = EngramConfig(inline_tags=False)
 BOM = "\ufeff"

@@ -178,8 +178,6 @@ def test_configured_date_format() -> None:
     ("value", "shown"),
     [
         pytest.param('"{{date}}"', '"{{date}}"', id="quoted-placeholder"),
-        pytest.param("{{date}}", "{{date}}", id="bare-placeholder"),
-        pytest.param("{{date:YYYY-MM-DD}}", "{{date:YYYY-MM-DD}}", id="placeholder-format"),
         pytest.param("<% tp.date.now() %>", "<% tp.date.now() %>", id="templater"),
         pytest.param("2024-13-45", "2024-13-45", id="impossible"),
         pytest.param("0000-01-01", "0000-01-01", id="year-zero"),

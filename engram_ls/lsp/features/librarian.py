@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from engram_ls.core.errors import EngramError
-from engram_ls.core.librarian import TopicEdit, add_topics_edit, suggest_topics
+from engram_ls.core.librarian import suggest_topics
+from engram_ls.core.topic_edit import TopicEdit, add_topics_edit
 from engram_ls.lsp.document import Document
 
 if TYPE_CHECKING:

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Literal
 
 from lsprotocol import types
 
+from engram_ls.core import fmscan
 from engram_ls.core.config import EngramConfig
 from engram_ls.core.parse import TAG_RE, in_code_span, is_tag_text
 from engram_ls.core.search import SearchResponse
@@ -75,10 +76,6 @@ Style = Literal["flow", "block", "plain", "tag"]
 
 # --- finding the topic slot at a position (pure) -----------------------------------------------
 
-_KEY_RE = re.compile(
-    r"""("[^"\n]*"|'[^'\n]*'|[^\s#:'"\-?][^:\n]*?|[-?][^\s:][^:\n]*?)[ \t]*:(?=[ \t]|$)"""
-)
-_ITEM_RE = re.compile(r"([ \t]*)-(?=[ \t]|$)[ \t]*")
 _TAG_BEFORE_CURSOR_RE = re.compile(r"#(?<![^\s(]#)(?<!\]\(#)([\w/-]*)$")
 _TAG_TEXT_RE = re.compile(r"[\w/-]+")
 _SAFE_PLAIN_RE = re.compile(r"[^\W\d_][\w./ -]*(?<! )")
@@ -117,46 +114,9 @@ def find_slot(where: Where, col: int, config: EngramConfig, *, whole: bool) -> S
     return None
 
 
-def _is_topic_key(raw: str, config: EngramConfig) -> bool:
-    name = raw.strip()
-    if len(name) >= 2 and name[0] == name[-1] and name[0] in "\"'":
-        name = name[1:-1]
-    folded = name.casefold()
-    return any(folded == key.casefold() for key in config.topic_keys)
-
-
-def _comment_start(line: str, start: int) -> int:
-    """Where a YAML comment starts on ``line`` at or after ``start`` (outside quotes)."""
-    quote = ""
-    for i in range(start, len(line)):
-        c = line[i]
-        if quote:
-            if c == quote:
-                quote = ""
-        elif c in "\"'" and (i == start or line[i - 1] in " \t[,"):
-            quote = c
-        elif c == "#" and (i == 0 or line[i - 1] in " \t"):
-            return i
-    return len(line)
-
-
-def _split(line: str, start: int, end: int, sep: str, quotes: bool) -> list[tuple[int, int]]:
-    """Spans of the items of ``line[start:end]`` separated by ``sep`` (``,`` or whitespace)."""
-    spans: list[tuple[int, int]] = []
-    quote = ""
-    item = start
-    for i in range(start, end):
-        c = line[i]
-        if quote:
-            if c == quote:
-                quote = ""
-        elif quotes and c in "\"'" and not line[item:i].strip():
-            quote = c
-        elif c == sep or (sep == " " and c in " \t"):
-            spans.append((item, i))
-            item = i + 1
-    spans.append((item, end))
-    return spans
+def _is_topic_key(key: fmscan.Key, config: EngramConfig) -> bool:
+    folded = key.name.casefold() if key.name is not None else None
+    return any(folded == name.casefold() for name in config.topic_keys)
 
 
 def _clean(raw: str) -> str:
@@ -206,16 +166,16 @@ def _yaml_slot(where: Where, col: int, config: EngramConfig, *, whole: bool) -> 
     line = where.line
     if col > len(line):
         return None
-    key = _KEY_RE.match(line)
+    key = fmscan.key_at(line)
     if key is not None:
-        if not _is_topic_key(key.group(1), config):
+        if not _is_topic_key(key, config):
             return None
-        return _value_slot(line, key.end(), col, whole=whole)
+        return _value_slot(line, key.end, col, whole=whole)
     owner = _owner(where.above)
     if owner is None or not _is_topic_key(owner[0], config):
         return None
     owner_value = owner[1].strip()
-    item = _ITEM_RE.match(line)
+    item = fmscan.ITEM_RE.match(line)
     if item is not None:
         if owner_value and not owner_value.startswith("#"):
             return None  # ``key: value`` then ``- x``: not this key's list
@@ -224,7 +184,7 @@ def _yaml_slot(where: Where, col: int, config: EngramConfig, *, whole: bool) -> 
             return None  # ``-|`` (no space yet) or the cursor before the item
         if line[value_start : value_start + 1] in ("[", "{", "|", ">", "&", "*", "!"):
             return None
-        end = _comment_start(line, value_start)
+        end = fmscan.comment_start(line, value_start)
         found = _pick("block", line, [(value_start, end)], col, whole=whole)
         if found is None:
             return None
@@ -235,11 +195,11 @@ def _yaml_slot(where: Where, col: int, config: EngramConfig, *, whole: bool) -> 
         return None
     if any("]" in text for text in where.above[owner[2] + 1 :]):
         return None
-    end = _comment_start(line, 0)
+    end = fmscan.comment_start(line, 0, flow=True)
     closing = line.find("]")
     if 0 <= closing < end:
         end = closing
-    return _pick("flow", line, _split(line, 0, end, ",", True), col, whole=whole)
+    return _pick("flow", line, fmscan.split_items(line, 0, end), col, whole=whole)
 
 
 def _value_slot(line: str, colon_end: int, col: int, *, whole: bool) -> Slot | None:
@@ -251,11 +211,11 @@ def _value_slot(line: str, colon_end: int, col: int, *, whole: bool) -> Slot | N
         start += 1
     head = line[start : start + 1]
     if head == "[":
-        end = _comment_start(line, start + 1)
+        end = fmscan.comment_start(line, start)
         closing = line.find("]", start + 1)
         if 0 <= closing < end:
             end = closing
-        spans = _split(line, start + 1, end, ",", True)
+        spans = fmscan.split_items(line, start + 1, end)
         return _pick("flow", line, spans, col, whole=whole)
     if head and head in "{|>&*!%@`":
         return None
@@ -269,36 +229,36 @@ def _value_slot(line: str, colon_end: int, col: int, *, whole: bool) -> Slot | N
         start += 1
     else:
         head = ""
-        end = _comment_start(line, start)
+        end = fmscan.comment_start(line, start)
     separator = "," if "," in line[start:end] else " "
-    spans = _split(line, start, end, separator, False)
+    spans = fmscan.split_items(line, start, end, separator, quotes=False)
     found = _pick("plain", line, spans, col, whole=whole, separator=separator)
     if found is None:
         return None
     return Slot("plain", found.start, found.end, found.text, head, separator, found.siblings)
 
 
-def _owner(above: Sequence[str]) -> tuple[str, str, int] | None:
+def _owner(above: Sequence[str]) -> tuple[fmscan.Key, str, int] | None:
     """The top-level key the lines above belong to: (key, its value text, line index)."""
     for index in range(len(above) - 1, 0, -1):
         text = above[index]
         stripped = text.lstrip()
         if not stripped or stripped.startswith("#"):
             continue
-        if text[0] in " \t" or _ITEM_RE.match(text):
+        if text[0] in " \t" or fmscan.ITEM_RE.match(text):
             continue
-        key = _KEY_RE.match(text)
+        key = fmscan.key_at(text)
         if key is None:
             return None
-        return key.group(1), text[key.end() :], index
+        return key, text[key.end :], index
     return None
 
 
 def _item_topic(text: str) -> str | None:
-    item = _ITEM_RE.match(text)
+    item = fmscan.ITEM_RE.match(text)
     if item is None:
         return None
-    return _clean(text[item.end() : _comment_start(text, item.end())]).casefold()
+    return _clean(text[item.end() : fmscan.comment_start(text, item.end())]).casefold()
 
 
 def _block_siblings(where: Where, owner_index: int, indent: int) -> frozenset[str]:
@@ -309,7 +269,7 @@ def _block_siblings(where: Where, owner_index: int, indent: int) -> frozenset[st
         if end >= len(source):
             break
         text, end, _nxt = next_line(source, end + 1)
-        item = _ITEM_RE.match(text)
+        item = fmscan.ITEM_RE.match(text)
         if item is None or len(item.group(1)) != indent:
             break
         found.add(_item_topic(text))
@@ -418,8 +378,8 @@ def _plural(count: int) -> str:
 
 
 def _first_plain_item(where: Where, col: int) -> bool:
-    key = _KEY_RE.match(where.line)
-    return key is not None and not where.line[key.end() : col].strip()
+    key = fmscan.key_at(where.line)
+    return key is not None and not where.line[key.end : col].strip()
 
 
 async def complete(
