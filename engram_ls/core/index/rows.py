@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
 from engram_ls.core.index.schema import NO_DATE
-from engram_ls.core.index.symbols import char_mask
+from engram_ls.core.index.symbol_match import char_mask
 from engram_ls.core.links import link_key, stem_key
 from engram_ls.core.model import Note
 
