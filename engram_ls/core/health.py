@@ -32,9 +32,10 @@ SERVABLE_STATES = frozenset({"ready", "stale"})
 
 
 class Reading:
-    """What one :meth:`IndexHealth.reading` found. Inside the ``with`` block: ``conn`` (in a
-    read transaction) and the index's ``status`` when the index could be read, else None.
-    After the block: ``error`` when reading failed."""
+    """What one :meth:`IndexHealth.reading` found. Inside the ``with`` block, when the index
+    is being read (``read``): ``conn``, in a read transaction, and the index's ``status``.
+    After the block: ``error`` when reading failed, and what to answer without the index
+    (``served("scan")`` or ``unavailable()``)."""
 
     def __init__(self, health: IndexHealth) -> None:
         self._health = health
@@ -72,14 +73,13 @@ class Reading:
 
     def unavailable(self, need: str = "this needs a built index") -> IndexUnavailable:
         """The error of a use case that only the index can answer, when it could not."""
-        h = self._health
         if self.error is not None:
             exc = IndexUnavailable(f"the index could not be read: {self.error}")
             exc.__cause__ = self.error
             return exc
         if self.status is not None:
             return IndexUnavailable(f"the index is {self.status.state}; {need}")
-        return IndexUnavailable(h.unavailable or "the index is not open yet")
+        return IndexUnavailable(self._health.unavailable or "the index is not open yet")
 
 
 class IndexHealth:
@@ -97,10 +97,6 @@ class IndexHealth:
         self.lock = threading.RLock()
         """Held by every write and every change of the state above."""
         self._opened = False
-
-    @property
-    def opened(self) -> bool:
-        return self._opened
 
     @property
     def readable(self) -> bool:
