@@ -166,15 +166,19 @@ class IndexHealth:
         if not self.readable or (fresh and self.behind is not None):
             yield r
             return
+        entered = False
         try:
             conn = self.index.conn()
             with db.interruptible(conn, cancel, deadline, steps), db.read_tx(conn):
                 r.status = self.index.status(conn)
                 r._conn = conn
+                entered = True
                 yield r
         except sqlite3.DatabaseError as exc:
             r.error = exc
             r._failure = self.index_failure(exc)
+        if not entered:  # failed before the block: it runs without the index
+            yield r
 
     def status(self) -> IndexStatus:
         """The index's state; ``stale`` while it is missing changes (a write failed and the

@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from engram_ls.core.errors import EngramError
 from engram_ls.core.index import db
 from engram_ls.core.index import symbols as sym
+from engram_ls.core.search import SearchResponse
 from engram_ls.core.service import Engram
 
 
@@ -92,3 +94,48 @@ def test_links_follow_an_index_file_replaced_by_another_process(
         with Engram(root, index_path=ix) as other:
             other.sync()
         assert [m.note.path for m in first.link_completions("")[0]] == ["beta.md"]
+
+
+def test_every_reader_answers_when_the_index_fails_before_it_is_read(
+    vault_copy: Callable[[str], Path],
+) -> None:
+    """Garbage over the index file: the first query of a read fails (before the read
+    transaction). Searches and topics scan, problems are empty, links say the index is
+    unavailable, and the file is moved aside: no reader fails otherwise."""
+    root = vault_copy("tags")
+    ix = root / ".engram" / "index.sqlite"
+    with Engram(root) as engram:
+        engram.sync()
+        topics = engram.topics()
+        tagged = sorted(h.path for h in engram.search({"tags": ["memory"]}).results)
+        readers: list[tuple[str, Callable[[], object]]] = [
+            ("search", lambda: engram.search({"tags": ["memory"]})),
+            ("topics", engram.topics),
+            ("problems", engram.problems),
+            ("links", lambda: engram.link_completions("")),
+            ("symbols", lambda: engram.symbols("memory")),
+        ]
+        for name, reader in readers:
+            engram.close()
+            for suffix in ("", "-wal", "-shm"):
+                side = Path(f"{ix}{suffix}")
+                if side.exists():
+                    side.write_bytes(os.urandom(8192))
+            try:
+                answer = reader()
+            except EngramError as exc:
+                assert name in ("links", "symbols"), exc
+                assert exc.code == "ENGRAM_INDEX_UNAVAILABLE", exc
+                continue
+            finally:
+                assert engram.status().state in ("empty", "failed")  # replaced, not built
+                engram.sync()
+            if name == "search":
+                assert isinstance(answer, SearchResponse)
+                assert answer.index.served_by == "scan"
+                assert sorted(h.path for h in answer.results) == tagged
+            elif name == "topics":
+                assert answer == topics
+            else:
+                assert name == "problems"
+                assert answer == []
