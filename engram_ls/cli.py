@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -18,7 +18,8 @@ from engram_ls import __version__
 from engram_ls.core.config import CONFIG_DIR
 from engram_ls.core.errors import EngramError, IndexUnavailable
 from engram_ls.core.librarian import Librarian, LibrarianReport
-from engram_ls.core.search import SearchResponse
+from engram_ls.core.search import RequestField, SearchResponse, request_fields
+from engram_ls.core.serialize import json_value
 from engram_ls.core.service import Engram, default_index_path
 from engram_ls.core.sync import Change, SyncReport
 from engram_ls.core.vault import choose_vault_root
@@ -99,7 +100,11 @@ def _print_json(obj: Any) -> None:
 
 
 def _tag_values(argv: Sequence[str]) -> list[str]:
-    """Let ``--tag -topic`` mean "exclude topic" (argparse would read ``-topic`` as a flag)."""
+    """Let ``--tag -topic`` mean "exclude topic" (argparse would read ``-topic`` as a flag);
+    the same for every repeatable option of the search request."""
+    repeatable = {
+        flag: _flags(f)[0] for f in request_fields("cli") if f.kind is list for flag in _flags(f)
+    }
     out: list[str] = []
     i = 0
     while i < len(argv):
@@ -108,8 +113,8 @@ def _tag_values(argv: Sequence[str]) -> list[str]:
             out.extend(argv[i:])
             break
         nxt = argv[i + 1] if i + 1 < len(argv) else None
-        if a in ("--tag", "-t") and nxt is not None and nxt.startswith("-") and nxt != "--":
-            out.append(f"--tag={nxt}")
+        if a in repeatable and nxt is not None and nxt.startswith("-") and nxt != "--":
+            out.append(f"{repeatable[a]}={nxt}")
             i += 2
             continue
         out.append(a)
@@ -139,7 +144,11 @@ def cmd_index(args: argparse.Namespace) -> int:
         engram.close()
     if args.json:
         _print_json(
-            {"vault": str(engram.vault.root), "sync": report.to_dict(), "status": status.to_dict()}
+            {
+                "vault": str(engram.vault.root),
+                "sync": json_value(report),
+                "status": json_value(status),
+            }
         )
         return EXIT_OK
     rate = report.parsed / report.elapsed_s if report.elapsed_s > 0 and report.parsed else 0
@@ -167,24 +176,13 @@ def cmd_search(args: argparse.Namespace) -> int:
                 _sync(engram)
             except IndexUnavailable as exc:  # locked, full disk: the answer comes from a scan
                 _err(f"warning: {exc.message}; answering by scanning the files")
-        request: dict[str, Any] = {
-            "query": args.query or "",
-            "mode": args.mode,
-            "tags": args.tag or [],
-            "tags_mode": args.tags_mode,
-            "date_from": args.date_from,
-            "date_to": args.date_to,
-            "path": args.path,
-            "limit": args.limit,
-            "offset": args.offset,
-            "case_sensitive": args.case_sensitive,
-            "raw_fts": args.raw_fts,
-        }
-        response = engram.search(request)
+        fields = request_fields("cli")
+        values = {f.name: getattr(args, f.name) for f in fields}
+        response = engram.search({k: v for k, v in values.items() if v is not None})
     finally:
         engram.close()
     if args.json:
-        _print_json(response.to_dict())
+        _print_json(json_value(response))
     else:
         _print_results(response)
     return EXIT_OK
@@ -214,7 +212,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     finally:
         engram.close()
     if args.json:
-        data = {"vault": str(engram.vault.root), **status.to_dict()}
+        data = {"vault": str(engram.vault.root), **json_value(status)}
         if args.problems:
             data["problem_notes"] = problems
         _print_json(data)
@@ -244,7 +242,7 @@ def cmd_topics(args: argparse.Namespace) -> int:
     finally:
         engram.close()
     if args.json:
-        _print_json([t.to_dict() for t in topics])
+        _print_json(json_value(topics))
         return EXIT_OK
     width = max((len(str(t.notes)) for t in topics), default=1)
     for t in topics:
@@ -382,6 +380,35 @@ def _print_librarian(report: LibrarianReport) -> None:
 # -- parser ----------------------------------------------------------------------------------
 
 
+def _add_request_options(p: argparse.ArgumentParser) -> None:
+    """The search request's fields as options (and QUERY), from the core model: the names,
+    defaults, choices and help text are the model's (``core/search/request.py``)."""
+    for f in request_fields("cli"):
+        offer = f.offer
+        options: dict[str, Any] = {"help": f.help.replace("%", "%%"), "default": f.default}
+        if f.kind is bool:
+            options["action"] = "store_true"
+        else:
+            options["metavar"] = offer.metavar or f.name.upper()
+            if f.kind is list:
+                options.update(action="append", default=None)
+            elif f.kind is int:
+                options["type"] = int
+            if f.choices:
+                options["choices"] = list(f.choices)
+                del options["metavar"]
+        if offer.flag == "":
+            p.add_argument(f.name, nargs="?", **options)
+            continue
+        p.add_argument(*_flags(f), dest=f.name, **options)
+
+
+def _flags(f: RequestField) -> list[str]:
+    """The options of a request field: ``--`` and its name with dashes, or its own."""
+    long = f.offer.flag or "--" + f.name.replace("_", "-")
+    return [long, f.offer.short] if f.offer.short else [long]
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="engram",
@@ -394,100 +421,86 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
-    def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument(
-            "--index",
-            metavar="FILE",
-            help="index file (default VAULT/.engram/index.sqlite, or $ENGRAM_INDEX)",
-        )
-        p.add_argument("--json", action="store_true", help="print JSON (stable, documented)")
+    _index_command(sub)
+    _search_command(sub)
+    _status_command(sub)
+    _topics_command(sub)
+    _librarian_command(sub)
+    _mv_command(sub)
+    # `engram lsp ...` and `engram mcp ...` hand their arguments to the servers' own parsers.
+    sub.add_parser("lsp", help="run the language server (engram-ls); see engram lsp --help")
+    sub.add_parser("mcp", help="run the MCP server (engram-mcp); see engram mcp --help")
+    return parser
 
+
+def _common(p: argparse.ArgumentParser, command: Callable[[argparse.Namespace], int]) -> None:
+    """The options every command has, and the function that runs it."""
+    p.add_argument(
+        "--index",
+        metavar="FILE",
+        help="index file (default VAULT/.engram/index.sqlite, or $ENGRAM_INDEX)",
+    )
+    p.add_argument("--json", action="store_true", help="print JSON (stable, documented)")
+    p.set_defaults(func=command)
+
+
+def _vault(p: argparse.ArgumentParser, *, option: bool = False) -> None:
+    """The vault folder: the positional VAULT, or with ``option`` the option ``--vault``."""
+    if option:
+        p.add_argument("--vault", metavar="VAULT", help="vault folder")
+    else:
+        p.add_argument("vault", nargs="?", metavar="VAULT", help="vault folder")
+
+
+def _index_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "index",
         help="build or update the index",
         description="Build the index, or bring it up to date (only changed files are re-parsed).",
     )
-    p.add_argument("vault", nargs="?", metavar="VAULT", help="vault folder")
+    _vault(p)
     p.add_argument("--full", action="store_true", help="re-parse every note")
-    common(p)
-    p.set_defaults(func=cmd_index)
+    _common(p, cmd_index)
 
+
+def _search_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "search",
         help="search notes by text, topics, dates and folder",
         description='Search notes. QUERY is words, "phrases" and prefix* (mode text), '
         "a substring (literal) or a regular expression (regex). With no QUERY, lists the notes "
-        "that match the filters, newest first.",
+        "that match the filters, newest first. A QUERY that starts with - goes after --.",
     )
-    p.add_argument(
-        "query",
-        nargs="?",
-        metavar="QUERY",
-        help="what to find (put -- before a query that starts with -)",
-    )
-    p.add_argument("--vault", metavar="VAULT", help="vault folder")
-    p.add_argument(
-        "--tag",
-        "-t",
-        action="append",
-        metavar="TOPIC",
-        help="filter by topic (repeat; -TOPIC excludes)",
-    )
-    p.add_argument(
-        "--tags-mode",
-        choices=["any", "all"],
-        default="any",
-        help="need any (default) or all of the topics",
-    )
-    p.add_argument("--from", dest="date_from", metavar="YYYY-MM-DD", help="notes dated on or after")
-    p.add_argument("--to", dest="date_to", metavar="YYYY-MM-DD", help="notes dated on or before")
-    p.add_argument(
-        "--mode",
-        choices=["text", "literal", "regex", "semantic"],
-        default="text",
-        help="how QUERY matches (default text)",
-    )
-    p.add_argument(
-        "--path",
-        metavar="FOLDER_OR_GLOB",
-        help="only notes under this folder, or matching this glob",
-    )
-    p.add_argument(
-        "--limit",
-        type=int,
-        default=None,
-        metavar="N",
-        help="results per page (default 50, max 1000)",
-    )
-    p.add_argument("--offset", type=int, default=0, metavar="N", help="skip N results")
-    p.add_argument("--case-sensitive", action="store_true", help="literal/regex: match case")
-    p.add_argument("--raw-fts", action="store_true", help="text: pass QUERY to SQLite FTS5 as is")
+    _add_request_options(p)
+    _vault(p, option=True)
     p.add_argument(
         "--no-sync",
         action="store_true",
         help="search the index as it is (never created or written; without one, scan)",
     )
-    common(p)
-    p.set_defaults(func=cmd_search)
+    _common(p, cmd_search)
 
+
+def _status_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "status",
         help="show the index state",
         description="Show the index state, counts and problems. Reads the index as it is: "
         "never creates or updates it.",
     )
-    p.add_argument("vault", nargs="?", metavar="VAULT", help="vault folder")
+    _vault(p)
     p.add_argument("--problems", action="store_true", help="list notes with problems")
-    common(p)
-    p.set_defaults(func=cmd_status)
+    _common(p, cmd_status)
 
+
+def _topics_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "topics",
         help="list topics, most used first",
         description="List topics with their note counts, most used first, from the index as "
         "it is (never created or updated here; without one, counted from the files).",
     )
-    p.add_argument("vault", nargs="?", metavar="VAULT", help="vault folder")
+    _vault(p)
     p.add_argument("--prefix", metavar="TEXT", help="only topics starting with TEXT")
     p.add_argument(
         "--limit", type=int, default=100, metavar="N", help="at most N topics (default 100)"
@@ -497,9 +510,10 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="accepted for older scripts: topics never updates the index",
     )
-    common(p)
-    p.set_defaults(func=cmd_topics)
+    _common(p, cmd_topics)
 
+
+def _librarian_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "librarian",
         help="add topics to notes from the keyword_topics map (dry run unless --apply)",
@@ -508,7 +522,7 @@ def build_parser() -> argparse.ArgumentParser:
         "the frontmatter changes, each file is replaced atomically, and a note changed on disk "
         "since it was read is skipped. Exit status 1 when notes were skipped or failed.",
     )
-    p.add_argument("vault", nargs="?", metavar="VAULT", help="vault folder")
+    _vault(p)
     p.add_argument("--apply", action="store_true", help="write the topics (default: dry run)")
     p.add_argument(
         "--quarantine",
@@ -516,8 +530,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="move notes that are not UTF-8 text to DIR (vault-relative, must not be indexed, "
         "e.g. .engram/quarantine), logging each move there",
     )
-    common(p)
-    p.set_defaults(func=cmd_librarian)
+    _common(p, cmd_librarian)
+
+
+def _mv_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "mv",
         help="move or rename a note or folder, updating every link to it",
@@ -528,7 +544,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("old", metavar="OLD", help="the note or folder (a path)")
     p.add_argument("new", metavar="NEW", help="its new path (must not exist)")
-    p.add_argument("--vault", metavar="VAULT", help="vault folder")
+    _vault(p, option=True)
     p.add_argument(
         "--dry-run", action="store_true", help="print the link changes; move and write nothing"
     )
@@ -537,12 +553,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="OLD and NEW are vault-relative (default: relative to the current folder)",
     )
-    common(p)
-    p.set_defaults(func=cmd_mv)
-    # `engram lsp ...` and `engram mcp ...` hand their arguments to the servers' own parsers.
-    sub.add_parser("lsp", help="run the language server (engram-ls); see engram lsp --help")
-    sub.add_parser("mcp", help="run the MCP server (engram-mcp); see engram mcp --help")
-    return parser
+    _common(p, cmd_mv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -53,7 +53,7 @@ def test_mcp_does_not_import_lsp(path: Path) -> None:
 def test_core_has_modules() -> None:
     """The check above must be looking at something."""
     names = {p.name for p in modules("core")}
-    assert {"parse.py", "search.py", "sync.py", "vault.py"} <= names
+    assert {"parse.py", "request.py", "sync.py", "vault.py"} <= names
 
 
 def test_no_print_in_package() -> None:
@@ -64,3 +64,44 @@ def test_no_print_in_package() -> None:
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "print":
                 offenders.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
     assert offenders == []
+
+
+FEATURES = "engram_ls.lsp.features"
+
+
+def _feature_modules() -> list[Path]:
+    return [p for p in modules("lsp/features") if p.name != "__init__.py"]
+
+
+def _imports_features(found: set[str]) -> list[str]:
+    """Imports of the features package or any feature module (relative ones included)."""
+    return sorted(m for m in found if m == FEATURES or m.startswith(FEATURES + ".") or m[:1] == ".")
+
+
+@pytest.mark.parametrize("path", _feature_modules(), ids=lambda p: p.name)
+def test_features_never_import_features(path: Path) -> None:
+    """A feature module holds one concern; what features share lives in ``lsp/document.py``
+    or ``lsp/convert.py``, and only ``features/__init__.py`` (the registry) knows them all."""
+    assert _imports_features(imports_of(path)) == [], f"{path.name} reaches into another feature"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in modules("lsp") if p.parent.name != "features" and p.name != "server.py"],
+    ids=lambda p: p.name,
+)
+def test_lsp_helpers_do_not_import_features(path: Path) -> None:
+    """The shared LSP modules sit below the features (``server.py`` only calls the registry)."""
+    assert _imports_features(imports_of(path)) == []
+
+
+def test_features_are_found() -> None:
+    assert {"links.py", "topics.py"} <= {p.name for p in _feature_modules()}
+
+
+@pytest.mark.parametrize("path", modules("core/index"), ids=lambda p: p.name)
+def test_index_never_imports_search(path: Path) -> None:
+    """The index sits below the search service that plans queries over it."""
+    found = imports_of(path)
+    assert _bad(found, ("engram_ls.core.search",)) == [], f"{path.name} imports the search layer"
+    assert not any(m.startswith("..") for m in found), "no relative imports out of the index"

@@ -19,13 +19,6 @@ class EngramError(Exception):
         self.message = message
         self.data: dict[str, Any] = dict(data or {})
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "code": self.code,
-            "message": self.message,
-            **({"data": self.data} if self.data else {}),
-        }
-
 
 class InvalidRequest(EngramError):
     """The request is malformed: bad field, bad date, bad regex, empty query without filters."""
@@ -37,12 +30,6 @@ class IndexUnavailable(EngramError):
     """The index cannot be opened or built, and the request cannot be answered without it."""
 
     code = "ENGRAM_INDEX_UNAVAILABLE"
-
-
-class IndexStale(EngramError):
-    """The index is known to be out of date and the caller asked for index-only answers."""
-
-    code = "ENGRAM_INDEX_STALE"
 
 
 class UnsupportedMode(EngramError):
@@ -73,15 +60,3 @@ class NotFound(EngramError):
     """A vault, note or folder does not exist."""
 
     code = "ENGRAM_NOT_FOUND"
-
-
-ALL_ERRORS: tuple[type[EngramError], ...] = (
-    InvalidRequest,
-    IndexUnavailable,
-    IndexStale,
-    UnsupportedMode,
-    SearchTimeout,
-    LimitExceeded,
-    OutsideVault,
-    NotFound,
-)

@@ -136,9 +136,10 @@ def _names(queries: LinkQueries, note: NoteRef) -> set[str]:
 
 def read_file_text(vault: Vault, rel: str) -> str | None:
     """A note's text, or None when it cannot be read or is not UTF-8 (never rewritten)."""
+    data = vault.read_or_none(rel)
     try:
-        return vault.read(rel)[0].decode("utf-8")
-    except (OSError, UnicodeDecodeError, ValueError, EngramError):
+        return None if data is None else data.decode("utf-8")
+    except UnicodeDecodeError:
         return None
 
 

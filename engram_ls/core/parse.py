@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import unquote
 
@@ -48,7 +48,15 @@ from engram_ls.core.config import EngramConfig
 from engram_ls.core.frontmatter import Frontmatter, parse_frontmatter, split_frontmatter
 from engram_ls.core.model import Heading, Link, LinkKind, Note, Problem
 
-__all__ = ["parse_date_value", "parse_iso_day", "parse_note"]
+__all__ = [
+    "in_code_span",
+    "in_fence",
+    "is_tag_text",
+    "mask_code",
+    "parse_date_value",
+    "parse_iso_day",
+    "parse_note",
+]
 
 _UTF8_BOM = b"\xef\xbb\xbf"
 _BINARY_SNIFF_BYTES = 8192
@@ -76,7 +84,8 @@ LINK_RE = re.compile(
     r"""(?:\s+(?:"[^"\n]*"|'[^'\n]*'))?\s*\))"""
 )
 URL_SCHEME_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
-_TAG_RE = re.compile(r"#(?<![^\s(]#)(?<!\]\(#)([\w/-]+)")
+TAG_RE = re.compile(r"#(?<![^\s(]#)(?<!\]\(#)([\w/-]+)")
+"""An inline ``#tag`` (group 1: its text): not after a word character or ``](``."""
 _HAS_LETTER_RE = re.compile(r"[^\W\d]")
 _HEX_COLOUR_RE = re.compile(r"[0-9A-Fa-f]{3,4}|[0-9A-Fa-f]{6}|[0-9A-Fa-f]{8}")
 
@@ -315,24 +324,30 @@ _ALIAS_KEYS = ("aliases", "alias")
 _MAX_ALIASES = 100
 
 
-def _aliases(fields: _Fields) -> tuple[str, ...]:
-    """Frontmatter ``aliases`` (or ``alias``): a list of scalars, or one string (split on
-    commas when it has one, as Obsidian reads it); stripped, empty and repeated names dropped."""
-    names: list[str] = []
-    for key in _ALIAS_KEYS:
+def _values(fields: _Fields, keys: Sequence[str], split: Callable[[str], list[str]]) -> list[str]:
+    """The items of the frontmatter ``keys``: a string value cut by ``split``, a list's
+    scalars, or one scalar (as text; ``""`` for what has none)."""
+    items: list[str] = []
+    for key in keys:
         found = fields.get(key)
         if found is None:
             continue
         value = found[1]
         if isinstance(value, str):
-            names.extend(value.split(","))
+            items.extend(split(value))
         elif isinstance(value, list | tuple):
-            names.extend(_scalar_text(item) or "" for item in value)
+            items.extend(_scalar_text(item) or "" for item in value)
         else:
-            names.append(_scalar_text(value) or "")
+            items.append(_scalar_text(value) or "")
+    return items
+
+
+def _aliases(fields: _Fields) -> tuple[str, ...]:
+    """Frontmatter ``aliases`` (or ``alias``): a list of scalars, or one string (split on
+    commas when it has one, as Obsidian reads it); stripped, empty and repeated names dropped."""
     out: list[str] = []
     seen: set[str] = set()
-    for name in names:
+    for name in _values(fields, _ALIAS_KEYS, lambda value: value.split(",")):
         name = name.strip()
         if name and "\n" not in name and name.casefold() not in seen and len(out) < _MAX_ALIASES:
             seen.add(name.casefold())
@@ -340,21 +355,12 @@ def _aliases(fields: _Fields) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _split_topics(value: str) -> list[str]:
+    return value.split(",") if "," in value else value.split()
+
+
 def _frontmatter_topics(fields: _Fields, keys: Sequence[str]) -> list[str]:
-    topics: list[str] = []
-    for key in keys:
-        found = fields.get(key)
-        if found is None:
-            continue
-        value = found[1]
-        if isinstance(value, str):
-            parts = value.split(",") if "," in value else value.split()
-            topics.extend(_clean_topic(part) for part in parts)
-        elif isinstance(value, list | tuple):
-            topics.extend(_clean_topic(_scalar_text(item) or "") for item in value)
-        else:
-            topics.append(_clean_topic(_scalar_text(value) or ""))
-    return topics
+    return [_clean_topic(item) for item in _values(fields, keys, _split_topics)]
 
 
 def _clean_topic(item: str) -> str:
@@ -415,12 +421,15 @@ def mask_code(body: str) -> str:
     return masked
 
 
-def _fenced_ranges(body: str) -> list[tuple[int, int]]:
+def _fenced_ranges(body: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
+    """The fenced code blocks of ``body[start:end]`` as offset ranges (an unclosed one runs
+    to ``end``)."""
+    stop = len(body) if end is None else end
     ranges: list[tuple[int, int]] = []
     fence_char = ""
     fence_len = 0
     fence_start = 0
-    for match in _FENCE_RE.finditer(body):
+    for match in _FENCE_RE.finditer(body, start, stop):
         run, rest = match.group(1), match.group(2)
         if not fence_char:
             if run[0] == "`" and "`" in rest:
@@ -430,8 +439,35 @@ def _fenced_ranges(body: str) -> list[tuple[int, int]]:
             ranges.append((fence_start, match.end()))
             fence_char = ""
     if fence_char:
-        ranges.append((fence_start, len(body)))
+        ranges.append((fence_start, stop))
     return ranges
+
+
+def in_fence(text: str, body_start: int, line_end: int) -> bool:
+    """Whether the line of ``text`` that ends at offset ``line_end`` is a fence line or lies in
+    a fenced code block of the body starting at ``body_start`` (only the body up to the line
+    is read)."""
+    if text.find("```", body_start, line_end) < 0 and text.find("~~~", body_start, line_end) < 0:
+        return False
+    line_start = max(text.rfind("\n", body_start, line_end) + 1, body_start)
+    if _FENCE_RE.fullmatch(text, line_start, line_end):
+        return True
+    return any(s <= line_start <= e for s, e in _fenced_ranges(text, body_start, line_end))
+
+
+def in_code_span(line: str, at: int) -> bool:
+    """Whether column ``at`` of ``line`` is in an inline code span (or after a backtick that
+    no span closes, where one is still being typed)."""
+    if "`" not in line[:at]:
+        return False
+    spans = [m.span() for m in _CODE_SPAN_RE.finditer(line)]
+    if any(s <= at < e for s, e in spans):
+        return True
+    rest = list(line[:at])
+    for s, e in spans:
+        if s < at:
+            rest[s : min(e, at)] = [" "] * (min(e, at) - s)
+    return "`" in rest
 
 
 def _blank(text: str) -> str:
@@ -509,11 +545,17 @@ def _markdown_parts(match: re.Match[str], body: str) -> tuple[str, str | None, s
     return path, anchor.strip() or None, label or None
 
 
+def is_tag_text(tag: str) -> bool:
+    """Whether a cleaned ``#tag`` text counts as a topic: it has a letter (or ``_``) and does
+    not read as a hex colour."""
+    return bool(_HAS_LETTER_RE.search(tag)) and not _HEX_COLOUR_RE.fullmatch(tag)
+
+
 def _inline_tags(masked: str) -> list[str]:
     tags: list[str] = []
-    for match in _TAG_RE.finditer(masked):
+    for match in TAG_RE.finditer(masked):
         tag = match.group(1).rstrip("/-").lstrip("/")
-        if _HAS_LETTER_RE.search(tag) and not _HEX_COLOUR_RE.fullmatch(tag):
+        if is_tag_text(tag):
             tags.append(tag)
     return tags
 

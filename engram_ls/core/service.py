@@ -30,13 +30,11 @@ from engram_ls.core.health import SERVABLE_STATES, IndexHealth
 from engram_ls.core.index import db
 from engram_ls.core.index import symbols as sym
 from engram_ls.core.index.links import NameMatch
-from engram_ls.core.index.query import IndexSearcher
 from engram_ls.core.index.store import Index, IndexStatus
 from engram_ls.core.index.symbol_match import TOPIC_READ_BYTES, SymbolHit, topic_line
 from engram_ls.core.librarian import TopicEdit, add_topics_to_file
 from engram_ls.core.links import MovePlan
 from engram_ls.core.model import LinkKind, Note
-from engram_ls.core.scan import ScanSearcher
 from engram_ls.core.search import (
     IndexInfo,
     SearchRequest,
@@ -45,6 +43,8 @@ from engram_ls.core.search import (
     parse_request,
     require_text,
 )
+from engram_ls.core.search.index_path import IndexSearcher
+from engram_ls.core.search.scan_path import ScanSearcher
 from engram_ls.core.sync import Change, ProgressFn, Syncer, SyncReport, read_note
 from engram_ls.core.vault import Vault
 
@@ -56,9 +56,6 @@ class TopicCount:
     name: str
     notes: int
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "notes": self.notes}
-
 
 @dataclass(frozen=True, slots=True)
 class Indexed:
@@ -69,9 +66,6 @@ class Indexed:
     generation: int
     indexed: bool
     warning: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"generation": self.generation, "indexed": self.indexed, "warning": self.warning}
 
 
 def default_index_path(root: Path, config: EngramConfig) -> Path:

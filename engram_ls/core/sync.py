@@ -33,6 +33,7 @@ from engram_ls.core.index.rows import Batch, NoteRows, State, note_rows
 from engram_ls.core.index.store import Index, IndexStatus
 from engram_ls.core.model import Note
 from engram_ls.core.parse import parse_note
+from engram_ls.core.serialize import NOT_JSON, rounded
 from engram_ls.core.vault import FileStat, Vault, read_in
 
 PARSE_VERSION = 2
@@ -85,23 +86,9 @@ class SyncReport:
     unchanged: int = 0
     resumed: bool = False
     full: bool = False
-    elapsed_s: float = 0.0
+    elapsed_s: float = field(default=0.0, metadata=rounded(4))
     generation: int = 0
-    errors: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "scanned": self.scanned,
-            "parsed": self.parsed,
-            "touched": self.touched,
-            "removed": self.removed,
-            "moved": self.moved,
-            "unchanged": self.unchanged,
-            "resumed": self.resumed,
-            "full": self.full,
-            "elapsed_s": round(self.elapsed_s, 4),
-            "generation": self.generation,
-        }
+    errors: list[str] = field(default_factory=list, metadata=NOT_JSON)
 
 
 def config_fingerprint(config: EngramConfig) -> str:

@@ -33,7 +33,7 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import quote_from_bytes
 
 from engram_ls.core.config import CONFIG_DIR, EngramConfig
-from engram_ls.core.errors import InvalidRequest, NotFound, OutsideVault
+from engram_ls.core.errors import EngramError, InvalidRequest, NotFound, OutsideVault
 from engram_ls.core.globs import compile_glob
 
 ALWAYS_IGNORED_DIRS = frozenset({".git", CONFIG_DIR, "node_modules"})
@@ -285,6 +285,14 @@ class Vault:
         path leaves the vault (``..``, a symlinked folder, a symlink out); OSError when it is
         missing or not a regular file (a FIFO or device never blocks or floods the reader)."""
         return read_in(self._root_s, self.rel(rel_path), limit)
+
+    def read_or_none(self, rel_path: str, limit: int = -1) -> bytes | None:
+        """``read``'s bytes, or None when the note cannot be read: gone, not a regular file
+        (a FIFO is never waited on), outside the vault. For readers that show what they can."""
+        try:
+            return self.read(rel_path, limit)[0]
+        except (OSError, ValueError, EngramError):
+            return None
 
     def write(
         self,

@@ -7,6 +7,7 @@ Core lines are 1-based; LSP positions are 0-based. Paths are vault-relative in t
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,6 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcServ
 
 from engram_ls.core.errors import (
     EngramError,
-    IndexStale,
     IndexUnavailable,
     InvalidRequest,
     LimitExceeded,
@@ -28,6 +28,7 @@ from engram_ls.core.errors import (
 )
 from engram_ls.core.model import Problem
 from engram_ls.core.search import SearchHit, SearchResponse
+from engram_ls.core.serialize import json_value
 
 SERVER_ERROR = -32000
 
@@ -35,7 +36,6 @@ _INVALID_PARAMS = (InvalidRequest, LimitExceeded, OutsideVault, UnsupportedMode,
 SERVER_CODES: dict[type[EngramError], int] = {
     IndexUnavailable: SERVER_ERROR - 1,
     SearchTimeout: SERVER_ERROR - 2,
-    IndexStale: SERVER_ERROR - 3,
 }
 """JSON-RPC codes (in the -32099..-32000 range for server errors) of the errors that are not
 a fault of the request; any other is -32000. A client's ``$/cancelRequest`` is -32800."""
@@ -72,19 +72,18 @@ def hit_range(hit: SearchHit) -> dict[str, Any]:
 
 def search_result(response: SearchResponse) -> dict[str, Any]:
     """DESIGN §4 result; each hit also carries the LSP ``range`` of its line."""
-    out = response.to_dict()
+    out: dict[str, Any] = json_value(response)
     for item, hit in zip(out["results"], response.results, strict=True):
         item["range"] = hit_range(hit)
     return out
 
 
-def lsp_range(line: int | None, text_line: str = "") -> types.Range:
-    """A whole-line range from a 1-based core line (line 1 when unknown)."""
-    zero = max((line or 1) - 1, 0)
-    return types.Range(
-        start=types.Position(line=zero, character=0),
-        end=types.Position(line=zero, character=len(text_line)),
-    )
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!<>|~])")
+
+
+def escape_markdown(text: str) -> str:
+    """``text`` as literal Markdown (hovers): every character Markdown would act on escaped."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
 
 
 PROBLEM_ERRORS = frozenset({"yaml", "frontmatter-type", "unclosed-frontmatter", "binary"})

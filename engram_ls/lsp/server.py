@@ -4,7 +4,7 @@ Lifecycle: ``initialize`` records the workspace folders and the ``initialization
 (the config file's keys); ``initialized`` asks for the ``engram`` configuration section, opens
 each vault's index and builds or reconciles it in the background with work-done progress, then
 starts keeping it current (file operations, watched files, or the server's own watcher).
-Every capability lives in its own module under ``features/``, registered here once.
+Every method is registered once, by ``features/__init__.py``, which lists its contributors.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 import cattrs
@@ -37,9 +37,12 @@ from engram_ls.core.net import is_loopback
 from engram_ls.core.sync import SyncReport
 from engram_ls.core.watch import VaultWatcher
 from engram_ls.lsp import convert
-from engram_ls.lsp.vaults import Vault, Vaults
+from engram_ls.lsp.vaults import VaultSession, VaultSessions
 
 log = logging.getLogger("engram_ls.lsp")
+if TYPE_CHECKING:
+    from engram_ls.lsp.features import Contributors
+
 T = TypeVar("T")
 CONFIG_SECTION = "engram"
 
@@ -99,7 +102,7 @@ class EngramLanguageServer(LanguageServer):
             converter_factory=converter_factory,
             protocol_cls=EngramProtocol,
         )
-        self.vaults = Vaults(self.run)
+        self.vaults = VaultSessions(self.run)
         self.settings: dict[str, Any] = {}
         self._setup: asyncio.Future[None] | None = None
         self.roots: list[Path] = []
@@ -107,9 +110,9 @@ class EngramLanguageServer(LanguageServer):
         """The server's own vault watchers (when the client cannot watch), stopped at shutdown."""
         self.on_started: list[Callable[[], Awaitable[None]]] = []
         """Run once the vaults exist (their builds may still be going on)."""
-        self.on_vault_ready: list[Callable[[Vault], None]] = []
+        self.on_vault_ready: list[Callable[[VaultSession], None]] = []
         """Called when a vault's first build or reconcile has finished."""
-        self.on_changes_applied: list[Callable[[Vault, SyncReport], None]] = []
+        self.on_changes_applied: list[Callable[[VaultSession, SyncReport], None]] = []
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         if isinstance(error, _Answered):
@@ -131,9 +134,9 @@ class EngramLanguageServer(LanguageServer):
 
     def vault_for_uri(
         self, uri: str, resolved: dict[Path, Path] | None = None
-    ) -> tuple[Vault, str] | None:
+    ) -> tuple[VaultSession, str] | None:
         """The vault of a ``file://`` URI and the path in it; ``resolved`` as in
-        ``Vaults.for_path`` (for a batch of URIs)."""
+        ``VaultSessions.for_path`` (for a batch of URIs)."""
         path = convert.uri_to_path(uri)
         return self.vaults.for_path(path, resolved) if path is not None else None
 
@@ -172,11 +175,11 @@ class EngramLanguageServer(LanguageServer):
         for started in self.on_started:
             await started()
 
-    def _applied(self, vault: Vault, report: SyncReport) -> None:
+    def _applied(self, vault: VaultSession, report: SyncReport) -> None:
         for callback in self.on_changes_applied:
             callback(vault, report)
 
-    async def _build(self, vault: Vault) -> SyncReport | None:
+    async def _build(self, vault: VaultSession) -> SyncReport | None:
         try:
             await self.run(vault.engram.open)
         except Exception as exc:  # open() reports failures itself; anything else is a bug
@@ -253,9 +256,10 @@ def _roots(params: types.InitializeParams) -> list[Path]:
     return [p for p in (convert.uri_to_path(u) for u in uris) if p is not None]
 
 
-def create_server() -> EngramLanguageServer:
-    """Build a server with every feature registered (no global state)."""
-    from engram_ls.lsp.features import FEATURES
+def create_server(contributors: Contributors | None = None) -> EngramLanguageServer:
+    """Build a server with every method registered (no global state); ``contributors``
+    replaces the listed contributors of the methods that have several."""
+    from engram_ls.lsp import features
 
     server = EngramLanguageServer()
 
@@ -274,8 +278,7 @@ def create_server() -> EngramLanguageServer:
     def shutdown(ls: EngramLanguageServer, params: None) -> None:
         ls.stop_all()
 
-    for register in FEATURES:
-        register(server)
+    features.register(server, contributors or features.CONTRIBUTORS)
     return server
 
 

@@ -32,7 +32,7 @@ BATCH_NOW = 100
 one watcher batch) is worth applying at once; waiting would only add its latency."""
 
 
-class Vault:
+class VaultSession:
     """One workspace folder and its index, with an ordered, debounced change queue."""
 
     def __init__(self, root: Path, engram: Engram, run: Runner, warnings: list[str]) -> None:
@@ -47,7 +47,7 @@ class Vault:
         self._retry: asyncio.Task[None] | None = None
         self._checker: IntegrityChecker | None = None
         self.build: asyncio.Task[SyncReport | None] | None = None
-        self.on_applied: Callable[[Vault, SyncReport], None] | None = None
+        self.on_applied: Callable[[VaultSession, SyncReport], None] | None = None
 
     @property
     def config(self) -> EngramConfig:
@@ -141,12 +141,12 @@ class Vault:
             self.build.cancel()
 
 
-class Vaults:
+class VaultSessions:
     """Every vault of the session; a path belongs to the deepest vault containing it."""
 
     def __init__(self, run: Runner) -> None:
         self._run = run
-        self._by_root: dict[Path, Vault] = {}
+        self._by_root: dict[Path, VaultSession] = {}
 
     def __iter__(self) -> Any:
         return iter(list(self._by_root.values()))
@@ -154,7 +154,9 @@ class Vaults:
     def __len__(self) -> int:
         return len(self._by_root)
 
-    def setup(self, roots: Sequence[Path], settings: dict[str, Any] | None = None) -> list[Vault]:
+    def setup(
+        self, roots: Sequence[Path], settings: dict[str, Any] | None = None
+    ) -> list[VaultSession]:
         """Create a vault per root (existing folders only); nested roots are excluded from
         the vaults that contain them."""
         roots = sorted({r.resolve() for r in roots if r.is_dir()})
@@ -171,19 +173,14 @@ class Vaults:
             if nested:
                 config = config.model_copy(update={"exclude": (*config.exclude, *nested)})
             engram = Engram(root, config=config)
-            vault = Vault(root, engram, self._run, warnings)
+            vault = VaultSession(root, engram, self._run, warnings)
             self._by_root[root] = vault
             created.append(vault)
         return created
 
-    def remove(self, root: Path) -> None:
-        vault = self._by_root.pop(root.resolve(), None)
-        if vault is not None:
-            vault.stop()
-
     def for_path(
         self, path: Path, resolved: dict[Path, Path] | None = None
-    ) -> tuple[Vault, str] | None:
+    ) -> tuple[VaultSession, str] | None:
         """The deepest vault containing ``path`` and the vault-relative path.
 
         ``resolved`` remembers resolved parent folders across calls (for a batch of paths,
@@ -196,7 +193,7 @@ class Vaults:
             if parent is None:
                 parent = cache[path.parent] = path.parent.resolve()
             path = parent / path.name
-        best: Vault | None = None
+        best: VaultSession | None = None
         for root, vault in self._by_root.items():
             if (path == root or path.is_relative_to(root)) and (
                 best is None or len(root.parts) > len(best.root.parts)

@@ -9,11 +9,12 @@ Every error an agent can cause comes back as a tool error naming the Engram code
 from __future__ import annotations
 
 import argparse
+import inspect
 import logging
 import re
 import sys
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import anyio
 from mcp.server.mcpserver import MCPServer
@@ -24,6 +25,8 @@ from pydantic import Field
 from engram_ls import __version__
 from engram_ls.core.check import IntegrityChecker
 from engram_ls.core.errors import EngramError, InvalidRequest, NotFound, OutsideVault
+from engram_ls.core.search import RequestField, request_fields
+from engram_ls.core.serialize import json_value
 from engram_ls.core.service import Engram
 from engram_ls.core.vault import choose_vault_root
 from engram_ls.core.watch import VaultWatcher
@@ -68,61 +71,33 @@ def create_server(engram: Engram, *, allow_write: bool = False) -> MCPServer:
             "by vault-relative paths."
         ),
     )
+    _add_search_tools(mcp, engram)
+    _add_note_tools(mcp, engram)
+    if allow_write:
+        _add_write_tools(mcp, engram)
+    return mcp
+
+
+def _call(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)``; an Engram error becomes the tool error naming its code."""
+    try:
+        return fn(*args, **kwargs)
+    except EngramError as exc:
+        raise _tool_error(exc) from None
+
+
+def _add_search_tools(mcp: MCPServer, engram: Engram) -> None:
     budget = engram.config.limits.response_chars
 
-    def call(fn: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except EngramError as exc:
-            raise _tool_error(exc) from None
-
-    @mcp.tool(annotations=READ_ONLY)
-    def search_notes(
-        query: Annotated[
-            str,
-            Field(
-                description='Words, "phrases", prefix*; or a substring '
-                "(mode literal) or regular expression (mode regex). May be "
-                "empty when a filter is given."
-            ),
-        ] = "",
-        mode: Annotated[
-            Literal["text", "literal", "regex"], Field(description="How query matches.")
-        ] = "text",
-        tags: Annotated[
-            list[str] | None,
-            Field(
-                description="Topics to filter by (case-insensitive, whole topics); '-topic' "
-                "excludes."
-            ),
-        ] = None,
-        tags_mode: Annotated[
-            Literal["any", "all"], Field(description="Notes need any or all of the tags.")
-        ] = "any",
-        date_from: Annotated[str | None, Field(description="YYYY-MM-DD, inclusive.")] = None,
-        date_to: Annotated[str | None, Field(description="YYYY-MM-DD, inclusive.")] = None,
-        path: Annotated[
-            str | None, Field(description="Vault-relative folder or glob to search in.")
-        ] = None,
-        limit: Annotated[int, Field(ge=1, le=1000, description="Results per page.")] = 20,
-        offset: Annotated[int, Field(ge=0, description="Results to skip.")] = 0,
-    ) -> dict[str, Any]:
+    def search_notes(**request: Any) -> dict[str, Any]:
         """Search the notes by text, topics, dates and folder. Returns matching notes with
         path, title, date, topics, a snippet and its line, best first (newest first when there
         is no query), plus the total and whether more pages exist."""
-        request = {
-            "query": query,
-            "mode": mode,
-            "tags": tags or [],
-            "tags_mode": tags_mode,
-            "date_from": date_from,
-            "date_to": date_to,
-            "path": path,
-            "limit": limit,
-            "offset": offset,
-        }
-        result: dict[str, Any] = call(engram.search, request).to_dict()
+        result: dict[str, Any] = json_value(_call(engram.search, request))
         return result
+
+    search_notes.__signature__ = _signature(request_fields("agents"))  # type: ignore[attr-defined]
+    mcp.add_tool(search_notes, annotations=READ_ONLY)
 
     @mcp.tool(annotations=READ_ONLY)
     def get_session_context(
@@ -153,16 +128,16 @@ def create_server(engram: Engram, *, allow_write: bool = False) -> MCPServer:
             "tags": tags or [],
             "date_from": date_from,
             "date_to": date_to,
-            "limit": 1000,
+            "limit": engram.config.limits.max_results,
             "path": f"**/{session_id}*" if session_id else None,
         }
-        response = call(engram.search, request)
+        response = _call(engram.search, request)
         lines: list[str] = []
         for hit in response.results:
             if query:
                 lines.append(f"{hit.path}:{hit.line}:{hit.snippet}")
             else:
-                head = call(_read, engram, hit.path, 0, 600)
+                head = _call(_read, engram, hit.path, 0, 600)
                 lines.append(f"--- {hit.path} ---")
                 lines.extend(head.rstrip("\n").split("\n"))
         info = response.index
@@ -171,6 +146,8 @@ def create_server(engram: Engram, *, allow_write: bool = False) -> MCPServer:
             return f"no matching notes\n{trailer}"
         return _budgeted(lines, budget - len(trailer) - 1) + "\n" + trailer
 
+
+def _add_note_tools(mcp: MCPServer, engram: Engram) -> None:
     @mcp.tool(annotations=READ_ONLY)
     def read_note(
         path: Annotated[str, Field(description="Vault-relative path of a note (*.md).")],
@@ -181,7 +158,7 @@ def create_server(engram: Engram, *, allow_write: bool = False) -> MCPServer:
     ) -> str:
         """Read a note's text (paged with offset and max_chars). Only notes of the vault can
         be read."""
-        return str(call(_read, engram, path, offset, max_chars))
+        return str(_call(_read, engram, path, offset, max_chars))
 
     @mcp.tool(annotations=READ_ONLY)
     def list_topics(
@@ -189,8 +166,8 @@ def create_server(engram: Engram, *, allow_write: bool = False) -> MCPServer:
         limit: Annotated[int, Field(ge=1, le=10_000, description="At most this many.")] = 100,
     ) -> dict[str, Any]:
         """The vault's topics (tags) with how many notes use each, most used first."""
-        topics = [t.to_dict() for t in call(engram.topics, prefix, limit)]
-        return {"topics": topics, "index": engram.status().to_dict()}
+        topics = json_value(_call(engram.topics, prefix, limit))
+        return {"topics": topics, "index": json_value(engram.status())}
 
     @mcp.tool(annotations=READ_ONLY)
     def related_notes(
@@ -204,49 +181,58 @@ def create_server(engram: Engram, *, allow_write: bool = False) -> MCPServer:
         (notes linking to it, with the line of the first link) and `sharing_topics` (other
         notes with its topics, most shared first, then newest). Paths are vault-relative;
         read one with read_note."""
-        return dict(call(engram.related_notes, path, limit))
+        return dict(_call(engram.related_notes, path, limit))
 
     @mcp.tool(annotations=READ_ONLY)
     def index_status() -> dict[str, Any]:
         """The state of the vault's index: state, note/topic/problem counts, generation."""
-        return {"vault": str(engram.vault.root), **engram.status().to_dict()}
+        return {"vault": str(engram.vault.root), **json_value(engram.status())}
 
-    if allow_write:
 
-        @mcp.tool(annotations=WRITE)
-        def write_note(
-            path: Annotated[str, Field(description="Vault-relative path ending in .md.")],
-            content: Annotated[str, Field(description="The whole text of the note.")],
-            overwrite: Annotated[
-                bool, Field(description="Replace the note if it exists (default: refuse).")
-            ] = False,
-        ) -> dict[str, Any]:
-            """Create (or, with overwrite, replace) a note. The write is atomic and the note
-            is searchable when this returns. `indexed: false` (with a `warning`) means the
-            note was written but the index could not be updated yet: it catches up by
-            itself, and searches read the files meanwhile. Do not write the note again."""
-            indexed = call(engram.write_note, path, content, overwrite=overwrite)
-            return {"path": engram.vault.rel(path), **indexed.to_dict()}
+def _add_write_tools(mcp: MCPServer, engram: Engram) -> None:
+    @mcp.tool(annotations=WRITE)
+    def write_note(
+        path: Annotated[str, Field(description="Vault-relative path ending in .md.")],
+        content: Annotated[str, Field(description="The whole text of the note.")],
+        overwrite: Annotated[
+            bool, Field(description="Replace the note if it exists (default: refuse).")
+        ] = False,
+    ) -> dict[str, Any]:
+        """Create (or, with overwrite, replace) a note. The write is atomic and the note
+        is searchable when this returns. `indexed: false` (with a `warning`) means the
+        note was written but the index could not be updated yet: it catches up by
+        itself, and searches read the files meanwhile. Do not write the note again."""
+        indexed = _call(engram.write_note, path, content, overwrite=overwrite)
+        return {"path": engram.vault.rel(path), **json_value(indexed)}
 
-        @mcp.tool(annotations=WRITE)
-        def add_topics(
-            path: Annotated[str, Field(description="Vault-relative path of a note (.md).")],
-            topics: Annotated[list[str], Field(description="Topics to add (kept if present).")],
-        ) -> dict[str, Any]:
-            """Add topics to a note's frontmatter. Only the topic entry's lines change (the
-            rest of the note stays byte-identical, list style kept); a note without
-            frontmatter gets one. Refused if the note changed while it was being edited.
-            The note is searchable by the new topics when this returns; `indexed: false`
-            (with a `warning`) means the note was edited but the index catches up later."""
-            edit, indexed = call(engram.add_topics, path, topics)
-            return {
-                "path": engram.vault.rel(path),
-                "changed": edit is not None,
-                "topics": list(edit.topics) if edit is not None else None,
-                **indexed.to_dict(),
-            }
+    @mcp.tool(annotations=WRITE)
+    def add_topics(
+        path: Annotated[str, Field(description="Vault-relative path of a note (.md).")],
+        topics: Annotated[list[str], Field(description="Topics to add (kept if present).")],
+    ) -> dict[str, Any]:
+        """Add topics to a note's frontmatter. Only the topic entry's lines change (the
+        rest of the note stays byte-identical, list style kept); a note without
+        frontmatter gets one. Refused if the note changed while it was being edited.
+        The note is searchable by the new topics when this returns; `indexed: false`
+        (with a `warning`) means the note was edited but the index catches up later."""
+        edit, indexed = _call(engram.add_topics, path, topics)
+        return {
+            "path": engram.vault.rel(path),
+            "changed": edit is not None,
+            "topics": list(edit.topics) if edit is not None else None,
+            **json_value(indexed),
+        }
 
-    return mcp
+
+def _signature(fields: list[RequestField]) -> inspect.Signature:
+    """The tool's parameters: the core request's fields (types, defaults, limits and
+    descriptions), which the SDK turns into the input schema and validates."""
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    params = [
+        inspect.Parameter(f.name, keyword, default=f.default, annotation=f.annotation)
+        for f in fields
+    ]
+    return inspect.Signature(params, return_annotation=dict[str, Any])
 
 
 def _read(engram: Engram, path: str, offset: int, max_chars: int) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from engram_ls.core import scan
+from engram_ls.core.search import scan_path as scan
 from engram_ls.core.service import Engram
 
 NOTES: dict[str, bytes] = {

@@ -299,7 +299,7 @@ def test_text_filter_strategies_agree(
     tags_vault: Engram, req: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Row probes (few matches) and id-set intersection (many) give the same answers."""
-    from engram_ls.core.index import query
+    from engram_ls.core.search import index_path as query
 
     probe = tags_vault.search(req)
     monkeypatch.setattr(query, "PROBE_MAX", 0)

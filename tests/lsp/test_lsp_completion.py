@@ -11,7 +11,8 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from engram_ls.core.config import EngramConfig
-from engram_ls.lsp.features.completion import find_slot, locate, render
+from engram_ls.lsp.document import locate
+from engram_ls.lsp.features.topics import find_slot, render
 from tests.conftest import DATA
 from tests.lsp.conftest import start, wait_ready
 

@@ -16,7 +16,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -30,6 +30,7 @@ from engram_ls.core.index.rows import (
     now_iso,
 )
 from engram_ls.core.index.schema import DDL, SCHEMA_VERSION
+from engram_ls.core.serialize import NOT_JSON
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -50,22 +51,10 @@ class IndexStatus:
     problems: int
     topics: int
     path: str
-    fingerprint: str | None = None
+    fingerprint: str | None = field(default=None, metadata=NOT_JSON)
     moved_aside: dict[str, Any] | None = None
     """The damaged copy kept after the index was last replaced: ``{path, reason, detail,
     at}`` (reason ``corrupt``, ``wal-lost`` or ``version``); None when there is none."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "state": self.state,
-            "generation": self.generation,
-            "updated_at": self.updated_at,
-            "notes": self.notes,
-            "problems": self.problems,
-            "topics": self.topics,
-            "path": self.path,
-            "moved_aside": self.moved_aside,
-        }
 
 
 @dataclass(frozen=True, slots=True)

@@ -64,17 +64,6 @@ class SymbolHit:
         """Sort key: smaller is better; comparable across vaults."""
         return rank(self.tier, self.day, self.name, self.kind, self.path, self.line)
 
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "kind": self.kind,
-            "name": self.name,
-            "path": self.path,
-            "line": self.line,
-            "container": self.container,
-            "tier": self.tier,
-            "day": self.day,
-        }
-
 
 def rank(tier: int, day: str | None, name: str, kind: str, path: str, line: int) -> Rank:
     return (tier, -day_number(day), len(name), name.casefold(), _KIND_ORDER[kind], path, line)

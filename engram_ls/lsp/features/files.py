@@ -25,7 +25,7 @@ from engram_ls.core.watch import VaultWatcher
 
 if TYPE_CHECKING:
     from engram_ls.lsp.server import EngramLanguageServer
-    from engram_ls.lsp.vaults import Vault
+    from engram_ls.lsp.vaults import VaultSession
 
 log = logging.getLogger(__name__)
 
@@ -75,48 +75,46 @@ async def _submit(
         )
 
 
-def register(server: EngramLanguageServer) -> None:
-    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
-    async def did_save(ls: EngramLanguageServer, params: types.DidSaveTextDocumentParams) -> None:
-        await _submit(ls, [("changed", params.text_document.uri, None)], debounce=0)
+async def did_save(ls: EngramLanguageServer, params: types.DidSaveTextDocumentParams) -> None:
+    await _submit(ls, [("changed", params.text_document.uri, None)], debounce=0)
 
-    @server.feature(types.WORKSPACE_DID_CREATE_FILES, FILE_OPERATIONS)
-    async def did_create(ls: EngramLanguageServer, params: types.CreateFilesParams) -> None:
-        await _submit(ls, [("created", f.uri, None) for f in params.files])
 
-    @server.feature(types.WORKSPACE_DID_RENAME_FILES, FILE_OPERATIONS)
-    async def did_rename(ls: EngramLanguageServer, params: types.RenameFilesParams) -> None:
-        await _submit(ls, [("renamed", f.old_uri, f.new_uri) for f in params.files])
+async def did_create(ls: EngramLanguageServer, params: types.CreateFilesParams) -> None:
+    await _submit(ls, [("created", f.uri, None) for f in params.files])
 
-    @server.feature(types.WORKSPACE_DID_DELETE_FILES, FILE_OPERATIONS)
-    async def did_delete(ls: EngramLanguageServer, params: types.DeleteFilesParams) -> None:
-        await _submit(ls, [("deleted", f.uri, None) for f in params.files])
 
-    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
-    async def did_change_watched(
-        ls: EngramLanguageServer, params: types.DidChangeWatchedFilesParams
-    ) -> None:
-        kinds = {
-            types.FileChangeType.Created: "created",
-            types.FileChangeType.Changed: "changed",
-            types.FileChangeType.Deleted: "deleted",
-        }
-        await _submit(ls, [(kinds[c.type], c.uri, None) for c in params.changes])
+async def did_rename(ls: EngramLanguageServer, params: types.RenameFilesParams) -> None:
+    await _submit(ls, [("renamed", f.old_uri, f.new_uri) for f in params.files])
 
-    async def start_watching() -> None:
-        if server.supports("workspace", "did_change_watched_files", "dynamic_registration"):
-            await _register_watchers(server)
-        else:
-            _watch_ourselves(server)
 
-    server.on_started.append(start_watching)
+async def did_delete(ls: EngramLanguageServer, params: types.DeleteFilesParams) -> None:
+    await _submit(ls, [("deleted", f.uri, None) for f in params.files])
+
+
+async def did_change_watched(
+    ls: EngramLanguageServer, params: types.DidChangeWatchedFilesParams
+) -> None:
+    kinds = {
+        types.FileChangeType.Created: "created",
+        types.FileChangeType.Changed: "changed",
+        types.FileChangeType.Deleted: "deleted",
+    }
+    await _submit(ls, [(kinds[c.type], c.uri, None) for c in params.changes])
+
+
+async def start_watching(ls: EngramLanguageServer) -> None:
+    """Once the vaults exist: file watching by the client, else by the server."""
+    if ls.supports("workspace", "did_change_watched_files", "dynamic_registration"):
+        await _register_watchers(ls)
+    else:
+        _watch_ourselves(ls)
 
 
 def _watch_ourselves(ls: EngramLanguageServer) -> None:
     """The core watcher per vault; its batches join the vault's ordered queue on the loop."""
     loop = asyncio.get_running_loop()
 
-    def forward(vault: Vault) -> Callable[[list[Change]], object]:
+    def forward(vault: VaultSession) -> Callable[[list[Change]], object]:
         # The watcher has debounced its batch already: apply it without a second wait.
         return lambda changes: loop.call_soon_threadsafe(partial(vault.submit, changes, debounce=0))
 

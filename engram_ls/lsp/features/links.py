@@ -13,8 +13,11 @@ they become client units (UTF-16 by default) here, with each line's own text.
 - ``textDocument/references``: on a link, the links to its target; on a ``##``…``######``
   heading, the links to that heading; elsewhere in a note, the links to the note.
 - Hover on a link: the target's title, path, summary and topics (or why it has none).
-- Diagnostics ``broken-link``, ``ambiguous-link``, ``broken-anchor`` (``link_diagnostics``,
-  called by the diagnostics feature) and the quick fix that creates a missing note.
+- Diagnostics ``broken-link``, ``ambiguous-link``, ``broken-anchor`` and the quick fix that
+  creates a missing note.
+
+Completion, hover, diagnostics and the quick fix are contributors of their methods (listed in
+``features/__init__.py``); definition, references and willRenameFiles are this module's alone.
 - ``workspace/willRenameFiles``: a ``WorkspaceEdit`` that rewrites every link to the renamed
   notes and folders (and relative links inside them), computed before the rename happens.
 """
@@ -23,13 +26,11 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
-from pygls.workspace import TextDocument
 
 from engram_ls.core.errors import EngramError, IndexUnavailable
 from engram_ls.core.links import (
@@ -41,21 +42,29 @@ from engram_ls.core.links import (
     slug,
 )
 from engram_ls.core.navigation import Backlink, LinkProblem, Target
-from engram_ls.core.parse import parse_note
+from engram_ls.core.parse import in_code_span, parse_note
 from engram_ls.lsp import convert
-from engram_ls.lsp.features.completion import (
-    _in_code,
-    _in_fence,
+from engram_ls.lsp.convert import escape_markdown
+from engram_ls.lsp.diagnostics import Check
+from engram_ls.lsp.document import (
+    Document,
+    Units,
+    buffers,
     client_range,
+    index_ready,
+    line_range,
     locate,
-    open_document,
+    location,
+    span_range,
     to_column,
+    units_of,
+    uri_of,
+    wants_markdown,
 )
-from engram_ls.lsp.features.files import FILE_OPERATIONS
 
 if TYPE_CHECKING:
     from engram_ls.lsp.server import EngramLanguageServer
-    from engram_ls.lsp.vaults import Vault
+    from engram_ls.lsp.vaults import VaultSession
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +72,6 @@ MAX_ITEMS = 50
 """Most link candidates in one completion answer (then ``isIncomplete``)."""
 MAX_PREFIX_CHARS = 200
 MAX_REFERENCES = 1000
-LINK_CODES = frozenset({"broken-link", "ambiguous-link", "broken-anchor"})
 CREATE_TITLE = "Create note"
 
 _MD_OPEN_RE = re.compile(r"\]\((<?)([^()\s<>]*)$")
@@ -75,64 +83,20 @@ _HEADING_LINE_RE = re.compile(r"#{2,6}[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
 # -- shared helpers ------------------------------------------------------------------------------
 
 
-def _units(ls: EngramLanguageServer) -> Callable[[str], int]:
-    return ls.workspace.position_codec.client_num_units
-
-
-def _span_range(
-    units: Callable[[str], int], text: str, span: LinkSpan, *, whole: bool
-) -> types.Range:
-    lines = text.split("\n")
-    line = lines[span.line] if span.line < len(lines) else ""
-    line = line[:-1] if line.endswith("\r") else line
-    start, end = (span.start, span.end) if whole else (span.target_start, span.target_end)
-    return types.Range(
-        start=types.Position(line=span.line, character=units(line[:start])),
-        end=types.Position(line=span.line, character=units(line[:end])),
-    )
-
-
-def buffers(ls: EngramLanguageServer, vault: Vault) -> Callable[[str], str | None]:
-    """A ``read_text`` for the core: the editor's buffer of a note when it is open, else the
-    file. The buffers are copied now (on the event loop), so the core may run in a thread."""
-    open_texts: dict[str, str] = {}
-    for doc in list(ls.workspace.text_documents.values()):
-        path = convert.uri_to_path(doc.uri)
-        found = ls.vaults.for_path(path) if path is not None else None
-        if found is not None and found[0] is vault:
-            open_texts[found[1]] = doc.source
-    engram = vault.engram
-
-    def read(rel: str) -> str | None:
-        text = open_texts.get(rel)
-        return text if text is not None else engram.read_text(rel)
-
-    return read
-
-
-def _uri(vault: Vault, rel: str) -> str:
-    return convert.path_to_uri(vault.root / rel)
-
-
 async def _link_under_cursor(
-    ls: EngramLanguageServer, uri: str, position: types.Position
-) -> tuple[Vault, str, TextDocument, str, LinkSpan] | None:
-    opened = open_document(ls, uri)
-    if opened is None:
-        return None
-    vault, rel, doc, source = opened
+    ls: EngramLanguageServer, document: Document, position: types.Position
+) -> LinkSpan | None:
+    source = document.source
     lines = source.split("\n")
     if position.line >= len(lines):
         return None
-    col = to_column(doc, lines[position.line].rstrip("\r"), position.character)
-    span = await ls.run(link_at, source, position.line, col)
-    if span is None:
-        return None
-    return vault, rel, doc, source, span
+    col = to_column(document.doc, lines[position.line].rstrip("\r"), position.character)
+    span: LinkSpan | None = await ls.run(link_at, source, position.line, col)
+    return span
 
 
 async def _resolve(
-    ls: EngramLanguageServer, vault: Vault, rel: str, span: LinkSpan
+    ls: EngramLanguageServer, vault: VaultSession, rel: str, span: LinkSpan
 ) -> Target | None:
     await ls.ready()
     await vault.settled()
@@ -180,7 +144,12 @@ def _closing(line: str, col: int, slot: LinkSlot) -> str:
 
 
 def _note_items(
-    vault: Vault, rel: str, slot: LinkSlot, typed: str, closing: str, edit_range: types.Range
+    vault: VaultSession,
+    rel: str,
+    slot: LinkSlot,
+    typed: str,
+    closing: str,
+    edit_range: types.Range,
 ) -> types.CompletionList:
     engram = vault.engram
     folder, _, name_prefix = typed.rpartition("/") if slot.kind == "markdown" else ("", "", typed)
@@ -212,7 +181,7 @@ def _note_items(
 
 
 def _heading_items(
-    vault: Vault,
+    vault: VaultSession,
     rel: str,
     slot: LinkSlot,
     target: str,
@@ -254,14 +223,11 @@ def _heading_items(
     return types.CompletionList(is_incomplete=False, items=items)
 
 
-async def complete_link(
-    ls: EngramLanguageServer, params: types.CompletionParams
+async def complete(
+    ls: EngramLanguageServer, document: Document, params: types.CompletionParams
 ) -> types.CompletionList | None:
-    """Link completion, or None when the cursor is not in a link (topic completion runs)."""
-    opened = open_document(ls, params.text_document.uri)
-    if opened is None:
-        return None
-    vault, rel, doc, source = opened
+    """Completion contributor: notes (or headings) in a link being typed; None elsewhere."""
+    vault, rel, doc, source = document.vault, document.rel, document.doc, document.source
     where = locate(source, params.position.line)
     if where is None or where.kind != "body":
         return None
@@ -269,13 +235,13 @@ async def complete_link(
     slot = link_slot(where.line, col)
     if slot is None or len(slot.typed) > MAX_PREFIX_CHARS:
         return None
-    if _in_code(where.line, slot.start) or _in_fence(where):
+    if in_code_span(where.line, slot.start) or where.in_fence():
         return None
     closing = _closing(where.line, col, slot)
     target, hash_, anchor = slot.typed.partition("#")
     start = slot.start + (len(target) + 1 if hash_ else 0)
     edit_range = client_range(doc, params.position.line, where.line, start, col)
-    if vault.building and not await ls.run(_servable, vault):
+    if vault.building and not await ls.run(index_ready, vault):  # no thread hop when built
         return types.CompletionList(is_incomplete=True, items=[])
     try:
         if hash_:
@@ -295,31 +261,22 @@ async def complete_link(
         return types.CompletionList(is_incomplete=True, items=[])
 
 
-def _servable(vault: Vault) -> bool:
-    return vault.engram.status().state in ("ready", "stale")
-
-
 # -- definition, references, hover ----------------------------------------------------------------
 
 
-def _location(vault: Vault, path: str, line: int | None) -> types.Location:
-    pos = types.Position(line=max((line or 1) - 1, 0), character=0)
-    return types.Location(uri=_uri(vault, path), range=types.Range(start=pos, end=pos))
-
-
 async def definition(
-    ls: EngramLanguageServer, params: types.DefinitionParams
+    ls: EngramLanguageServer, document: Document, params: types.DefinitionParams
 ) -> list[types.Location] | None:
-    found = await _link_under_cursor(ls, params.text_document.uri, params.position)
-    if found is None:
+    span = await _link_under_cursor(ls, document, params.position)
+    if span is None:
         return None
-    vault, rel, _doc, _source, span = found
-    target = await _resolve(ls, vault, rel, span)
+    vault = document.vault
+    target = await _resolve(ls, vault, document.rel, span)
     if target is None or not target.resolution.notes:
         return None
     if target.resolution.note is not None:
-        return [_location(vault, target.resolution.note.path, target.heading_line)]
-    return [_location(vault, n.path, None) for n in target.resolution.notes]
+        return [location(vault, target.resolution.note.path, target.heading_line)]
+    return [location(vault, n.path, None) for n in target.resolution.notes]
 
 
 def _heading_at(source: str, line: int) -> str | None:
@@ -331,19 +288,15 @@ def _heading_at(source: str, line: int) -> str | None:
 
 
 async def references(
-    ls: EngramLanguageServer, params: types.ReferenceParams
+    ls: EngramLanguageServer, document: Document, params: types.ReferenceParams
 ) -> list[types.Location] | None:
-    uri = params.text_document.uri
-    opened = open_document(ls, uri)
-    if opened is None:
-        return None
-    vault, rel, _doc, source = opened
+    vault, rel, source = document.vault, document.rel, document.source
     await ls.ready()
     await vault.settled()
-    found = await _link_under_cursor(ls, uri, params.position)
+    span = await _link_under_cursor(ls, document, params.position)
     path, heading = rel, _heading_at(source, params.position.line)
-    if found is not None:
-        target = await _resolve(ls, vault, rel, found[4])
+    if span is not None:
+        target = await _resolve(ls, vault, rel, span)
         if target is None or target.resolution.note is None:
             return None
         path, heading = target.resolution.note.path, target.heading
@@ -356,7 +309,7 @@ async def references(
         return None
     except EngramError as exc:
         raise convert.to_jsonrpc_error(exc) from None
-    units = _units(ls)
+    units = units_of(ls)
     out: list[types.Location] = []
     texts: dict[str, str] = {}
     for link in links:
@@ -365,20 +318,16 @@ async def references(
             text = texts[link.source] = read(link.source) or ""
         out.append(
             types.Location(
-                uri=_uri(vault, link.source), range=_span_range(units, text, link.span, whole=True)
+                uri=uri_of(vault, link.source), range=span_range(units, text, link.span, whole=True)
             )
         )
     return out
 
 
-def _escape(text: str) -> str:
-    return re.sub(r"([\\`*_{}\[\]()#+\-.!<>|~])", r"\\\1", text)
-
-
 def render_hover(target: Target, span: LinkSpan, markdown: bool) -> str:
     resolution = target.resolution
     note = resolution.note
-    esc = _escape if markdown else (lambda s: s)
+    esc = escape_markdown if markdown else (lambda s: s)
     code = (lambda s: f"`{s}`") if markdown else (lambda s: s)
     if note is None and resolution.notes:
         lines = [f"{esc(span.target)} names {len(resolution.notes)} notes:", ""]
@@ -401,28 +350,29 @@ def render_hover(target: Target, span: LinkSpan, markdown: bool) -> str:
     return "\n".join(lines)
 
 
-async def hover_link(ls: EngramLanguageServer, params: types.HoverParams) -> types.Hover | None:
-    found = await _link_under_cursor(ls, params.text_document.uri, params.position)
-    if found is None:
+async def hover(
+    ls: EngramLanguageServer, document: Document, params: types.HoverParams
+) -> types.Hover | None:
+    """Hover contributor: on a link, its target's title, path, summary and topics."""
+    span = await _link_under_cursor(ls, document, params.position)
+    if span is None:
         return None
-    vault, rel, doc, source, span = found
-    target = await _resolve(ls, vault, rel, span)
+    target = await _resolve(ls, document.vault, document.rel, span)
     if target is None:
         return None
-    caps = ls.client_capabilities.text_document
-    formats = caps.hover.content_format if caps and caps.hover else None
-    markdown = not formats or types.MarkupKind.Markdown in formats
+    markdown = wants_markdown(ls)
     kind = types.MarkupKind.Markdown if markdown else types.MarkupKind.PlainText
+    units = document.doc.position_codec.client_num_units
     return types.Hover(
         contents=types.MarkupContent(kind, render_hover(target, span, markdown)),
-        range=_span_range(doc.position_codec.client_num_units, source, span, whole=True),
+        range=span_range(units, document.source, span, whole=True),
     )
 
 
 # -- diagnostics and quick fixes ---------------------------------------------------------------
 
 
-def link_problems(vault: Vault, rel: str, text: str) -> list[LinkProblem]:
+def link_problems(vault: VaultSession, rel: str, text: str) -> list[LinkProblem]:
     """Blocking: the link problems of a buffer, or none while the index cannot answer."""
     try:
         return vault.engram.link_problems(rel, text)
@@ -431,7 +381,7 @@ def link_problems(vault: Vault, rel: str, text: str) -> list[LinkProblem]:
 
 
 def link_diagnostics(
-    problems: list[LinkProblem], text: str, units: Callable[[str], int]
+    problems: list[LinkProblem], text: str, units: Units
 ) -> list[types.Diagnostic]:
     out: list[types.Diagnostic] = []
     for problem in problems:
@@ -442,7 +392,7 @@ def link_diagnostics(
             data = {"candidates": list(problem.candidates)}
         out.append(
             types.Diagnostic(
-                range=_span_range(units, text, problem.span, whole=True),
+                range=span_range(units, text, problem.span, whole=True),
                 message=problem.message,
                 severity=types.DiagnosticSeverity.Information
                 if problem.code == "broken-anchor"
@@ -455,10 +405,18 @@ def link_diagnostics(
     return out
 
 
-def create_note_actions(
-    ls: EngramLanguageServer, vault: Vault, params: types.CodeActionParams
+async def diagnose(ls: EngramLanguageServer, check: Check) -> list[types.Diagnostic]:
+    """Diagnostics contributor: broken and ambiguous links, anchors naming no heading."""
+    found = await ls.run(link_problems, check.vault, check.rel, check.text)
+    return link_diagnostics(found, check.text, check.doc.position_codec.client_num_units)
+
+
+async def create_note_actions(
+    ls: EngramLanguageServer, document: Document, params: types.CodeActionParams
 ) -> list[types.CodeAction]:
-    """ "Create note" for each broken-link diagnostic in the request that names a path."""
+    """Code action contributor: "Create note" for each broken-link diagnostic in the request
+    that names a path."""
+    vault = document.vault
     if not (
         ls.supports("workspace", "workspace_edit", "document_changes")
         and types.ResourceOperationKind.Create in (_resource_ops(ls) or ())
@@ -480,7 +438,7 @@ def create_note_actions(
         if not vault.engram.vault.filter.is_note(rel) or (vault.root / rel).exists():
             continue
         seen.add(rel)
-        uri = _uri(vault, rel)
+        uri = uri_of(vault, rel)
         title = Path(rel).stem
         edit = types.WorkspaceEdit(
             document_changes=[
@@ -523,9 +481,7 @@ def _resource_ops(ls: EngramLanguageServer) -> Any:
 # -- willRenameFiles ---------------------------------------------------------------------------
 
 
-def rename_edit(
-    plan: MovePlan, vault: Vault, units: Callable[[str], int]
-) -> types.WorkspaceEdit | None:
+def rename_edit(plan: MovePlan, vault: VaultSession, units: Units) -> types.WorkspaceEdit | None:
     changes: dict[str, list[types.TextEdit]] = {}
     for file in plan.files:
         lines = file.text.split("\n")
@@ -534,14 +490,11 @@ def rename_edit(
             line = lines[edit.line].rstrip("\r") if edit.line < len(lines) else ""
             edits.append(
                 types.TextEdit(
-                    range=types.Range(
-                        start=types.Position(line=edit.line, character=units(line[: edit.start])),
-                        end=types.Position(line=edit.line, character=units(line[: edit.end])),
-                    ),
+                    range=line_range(units, edit.line, line, edit.start, edit.end),
                     new_text=edit.new_text,
                 )
             )
-        changes[_uri(vault, file.path)] = edits
+        changes[uri_of(vault, file.path)] = edits
     return types.WorkspaceEdit(changes=changes) if changes else None
 
 
@@ -549,14 +502,14 @@ async def will_rename(
     ls: EngramLanguageServer, params: types.RenameFilesParams
 ) -> types.WorkspaceEdit | None:
     await ls.ready()
-    by_vault: dict[int, tuple[Vault, list[tuple[str, str]]]] = {}
+    by_vault: dict[int, tuple[VaultSession, list[tuple[str, str]]]] = {}
     for rename in params.files:
         old = ls.vault_for_uri(rename.old_uri)
         new = ls.vault_for_uri(rename.new_uri)
         if old is None or new is None or new[0] is not old[0] or not old[1] or not new[1]:
             continue  # outside the vaults, or between vaults: links are not rewritten
         by_vault.setdefault(id(old[0]), (old[0], []))[1].append((old[1], new[1]))
-    units = _units(ls)
+    units = units_of(ls)
     changes: dict[str, list[types.TextEdit]] = {}
     for vault, moves in by_vault.values():
         await vault.settled()
@@ -573,23 +526,3 @@ async def will_rename(
             for uri, edits in edit.changes.items():
                 changes[uri] = list(edits)
     return types.WorkspaceEdit(changes=changes) if changes else None
-
-
-def register(server: EngramLanguageServer) -> None:
-    @server.feature(types.TEXT_DOCUMENT_DEFINITION)
-    async def on_definition(
-        ls: EngramLanguageServer, params: types.DefinitionParams
-    ) -> list[types.Location] | None:
-        return await definition(ls, params)
-
-    @server.feature(types.TEXT_DOCUMENT_REFERENCES)
-    async def on_references(
-        ls: EngramLanguageServer, params: types.ReferenceParams
-    ) -> list[types.Location] | None:
-        return await references(ls, params)
-
-    @server.feature(types.WORKSPACE_WILL_RENAME_FILES, FILE_OPERATIONS)
-    async def on_will_rename(
-        ls: EngramLanguageServer, params: types.RenameFilesParams
-    ) -> types.WorkspaceEdit | None:
-        return await will_rename(ls, params)

@@ -16,17 +16,18 @@ from typing import TYPE_CHECKING, Any
 from pygls.exceptions import JsonRpcInvalidParams
 
 from engram_ls.core.errors import EngramError
+from engram_ls.core.serialize import json_value
 from engram_ls.lsp import convert
 
 if TYPE_CHECKING:
     from engram_ls.lsp.server import EngramLanguageServer
-    from engram_ls.lsp.vaults import Vault
+    from engram_ls.lsp.vaults import VaultSession
 
 SEARCH = "engram/search"
 STATUS = "engram/status"
 
 
-def _pick_vault(ls: EngramLanguageServer, params: dict[str, Any]) -> Vault:
+def _pick_vault(ls: EngramLanguageServer, params: dict[str, Any]) -> VaultSession:
     uri = params.pop("uri", None)
     if uri is not None:
         found = ls.vault_for_uri(str(uri))
@@ -44,46 +45,44 @@ def _pick_vault(ls: EngramLanguageServer, params: dict[str, Any]) -> Vault:
         raise JsonRpcInvalidParams(
             message="no workspace folder is open", data={"code": "ENGRAM_NOT_FOUND"}
         )
-    first: Vault = vaults[0]
+    first: VaultSession = vaults[0]
     return first
 
 
-def register(server: EngramLanguageServer) -> None:
-    @server.feature(SEARCH)
-    async def search(ls: EngramLanguageServer, params: Any) -> dict[str, Any]:
-        if params is None:
-            params = {}
-        if not isinstance(params, dict):
-            raise JsonRpcInvalidParams(
-                message="engram/search params must be an object",
-                data={"code": "ENGRAM_INVALID_REQUEST"},
-            )
-        params = dict(params)
-        await ls.ready()
-        vault = _pick_vault(ls, params)
-        await vault.settled()
-        cancel = threading.Event()
-        try:
-            response = await ls.run(lambda: vault.engram.search(params, cancel=cancel))
-        except asyncio.CancelledError:
-            cancel.set()
-            raise
-        except EngramError as exc:
-            raise convert.to_jsonrpc_error(exc) from None
-        return convert.search_result(response)
+async def search(ls: EngramLanguageServer, params: Any) -> dict[str, Any]:
+    if params is None:
+        params = {}
+    if not isinstance(params, dict):
+        raise JsonRpcInvalidParams(
+            message="engram/search params must be an object",
+            data={"code": "ENGRAM_INVALID_REQUEST"},
+        )
+    params = dict(params)
+    await ls.ready()
+    vault = _pick_vault(ls, params)
+    await vault.settled()
+    cancel = threading.Event()
+    try:
+        response = await ls.run(lambda: vault.engram.search(params, cancel=cancel))
+    except asyncio.CancelledError:
+        cancel.set()
+        raise
+    except EngramError as exc:
+        raise convert.to_jsonrpc_error(exc) from None
+    return convert.search_result(response)
 
-    @server.feature(STATUS)
-    async def status(ls: EngramLanguageServer, params: Any) -> dict[str, Any]:
-        await ls.ready()
-        vaults = []
-        for vault in ls.vaults:
-            st = await ls.run(vault.engram.status)
-            vaults.append(
-                {
-                    "root": str(vault.root),
-                    "uri": convert.path_to_uri(vault.root),
-                    "building": vault.building,
-                    **st.to_dict(),
-                }
-            )
-        return {"vaults": vaults}
+
+async def status(ls: EngramLanguageServer, params: Any) -> dict[str, Any]:
+    await ls.ready()
+    vaults = []
+    for vault in ls.vaults:
+        st = await ls.run(vault.engram.status)
+        vaults.append(
+            {
+                "root": str(vault.root),
+                "uri": convert.path_to_uri(vault.root),
+                "building": vault.building,
+                **json_value(st),
+            }
+        )
+    return {"vaults": vaults}

@@ -43,12 +43,11 @@ from engram_ls.core.errors import EngramError
 from engram_ls.core.index.symbol_match import SymbolHit
 from engram_ls.core.model import Heading
 from engram_ls.core.parse import parse_note
-from engram_ls.core.vault import Vault as CoreVault
 from engram_ls.lsp import convert
 
 if TYPE_CHECKING:
     from engram_ls.lsp.server import EngramLanguageServer
-    from engram_ls.lsp.vaults import Vault
+    from engram_ls.lsp.vaults import VaultSession
 
 KINDS: dict[str, types.SymbolKind] = {
     "note": types.SymbolKind.File,
@@ -61,7 +60,7 @@ MARKDOWN_SUFFIXES = (".md", ".markdown")
 # -- workspace/symbol ------------------------------------------------------------------------
 
 
-def workspace_symbol(hit: SymbolHit, vault: Vault, several: bool) -> types.WorkspaceSymbol:
+def workspace_symbol(hit: SymbolHit, vault: VaultSession, several: bool) -> types.WorkspaceSymbol:
     uri = convert.path_to_uri(vault.root / hit.path)
     start = types.Position(line=max(hit.line - 1, 0), character=0)
     container = hit.container
@@ -75,10 +74,12 @@ def workspace_symbol(hit: SymbolHit, vault: Vault, several: bool) -> types.Works
     )
 
 
-async def find_symbols(ls: EngramLanguageServer, query: str) -> list[tuple[SymbolHit, Vault]]:
+async def find_symbols(
+    ls: EngramLanguageServer, query: str
+) -> list[tuple[SymbolHit, VaultSession]]:
     """Every vault's best hits, ranked together and capped."""
     await ls.ready()
-    vaults: list[Vault] = list(ls.vaults)
+    vaults: list[VaultSession] = list(ls.vaults)
     if not vaults:
         return []
     limit = max(v.config.limits.workspace_symbols for v in vaults)
@@ -165,12 +166,9 @@ def document_outline(
     return outline(text, note.headings, units)
 
 
-def _read(vault: CoreVault, rel: str, cap: int) -> str | None:
-    try:
-        data = vault.read(rel, cap)[0]
-    except (OSError, EngramError):  # gone, not a regular file (a FIFO), or outside the vault
-        return None
-    return data.decode("utf-8", errors="replace")
+def _read(vault: VaultSession, rel: str) -> str | None:
+    data = vault.engram.vault.read_or_none(rel, vault.config.limits.max_note_bytes)
+    return None if data is None else data.decode("utf-8", errors="replace")
 
 
 async def document_symbols(ls: EngramLanguageServer, uri: str) -> list[types.DocumentSymbol]:
@@ -187,27 +185,25 @@ async def document_symbols(ls: EngramLanguageServer, uri: str) -> list[types.Doc
         text: str | None = doc.source
         units = doc.position_codec.client_num_units
     else:
-        text = await ls.run(_read, vault.engram.vault, rel, vault.config.limits.max_note_bytes)
+        text = await ls.run(_read, vault, rel)
         units = ls.workspace.position_codec.client_num_units
     if text is None:
         return []
     return await ls.run(document_outline, rel, text, vault.config, units)
 
 
-def register(server: EngramLanguageServer) -> None:
-    @server.feature(types.WORKSPACE_SYMBOL)
-    async def on_workspace_symbol(
-        ls: EngramLanguageServer, params: types.WorkspaceSymbolParams
-    ) -> list[types.WorkspaceSymbol]:
-        ranked = await find_symbols(ls, params.query)
-        several = len(ls.vaults) > 1
-        return [workspace_symbol(hit, vault, several) for hit, vault in ranked]
+async def on_workspace_symbol(
+    ls: EngramLanguageServer, params: types.WorkspaceSymbolParams
+) -> list[types.WorkspaceSymbol]:
+    ranked = await find_symbols(ls, params.query)
+    several = len(ls.vaults) > 1
+    return [workspace_symbol(hit, vault, several) for hit, vault in ranked]
 
-    @server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
-    async def on_document_symbol(
-        ls: EngramLanguageServer, params: types.DocumentSymbolParams
-    ) -> list[types.DocumentSymbol]:
-        try:
-            return await document_symbols(ls, params.text_document.uri)
-        except EngramError as exc:
-            raise convert.to_jsonrpc_error(exc) from None
+
+async def on_document_symbol(
+    ls: EngramLanguageServer, params: types.DocumentSymbolParams
+) -> list[types.DocumentSymbol]:
+    try:
+        return await document_symbols(ls, params.text_document.uri)
+    except EngramError as exc:
+        raise convert.to_jsonrpc_error(exc) from None

@@ -22,13 +22,8 @@ from typing import Any
 from engram_ls.core.config import EngramConfig
 from engram_ls.core.globs import compile_glob
 from engram_ls.core.index.rows import folder_range
-from engram_ls.core.search import (
-    Plan,
-    SearchHit,
-    build_hit,
-    newest_first,
-    snippet_line,
-)
+from engram_ls.core.search.hits import Found, SearchHit, newest_first, page_hits, snippet_line
+from engram_ls.core.search.plan import Plan
 from engram_ls.core.vault import Vault
 
 BM25_WEIGHTS = (10.0, 5.0, 5.0, 1.0)
@@ -392,32 +387,17 @@ class IndexSearcher:
                     f"SELECT rowid, body FROM notes_fts WHERE rowid IN ({marks})", need_body
                 )
             }
-        inside = self.vault.inside(r.path for r in rows)
-        hits: list[SearchHit] = []
-        for r in rows:
+
+        def found(r: _Row) -> Found:
             plan.check()  # placing a snippet reads the note's body (up to 50 MB)
-            if r.path not in inside:
-                continue
             topics = tuple(names.get(t.casefold(), t) for t in json.loads(r.topics_json))
             if "line" in r.extra:
                 line, text = r.extra["line"]
             else:
                 line, text = snippet_line(bodies.get(r.id, ""), r.body_line, r.summary, plan)
-            hits.append(
-                build_hit(
-                    self.vault,
-                    plan,
-                    self.config,
-                    path=r.path,
-                    title=r.title,
-                    created_at=r.created_at or None,
-                    topics=topics,
-                    score=r.score,
-                    line=line,
-                    text=text,
-                )
-            )
-        return hits
+            return Found(r.path, r.title, r.created_at or None, topics, r.score, line, text)
+
+        return page_hits(self.vault, plan, self.config, rows, found)
 
     def _canonical_names(self, rows: list[_Row]) -> dict[str, str]:
         keys = sorted({t.casefold() for r in rows for t in json.loads(r.topics_json)})

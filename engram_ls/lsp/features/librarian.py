@@ -1,5 +1,5 @@
-"""``textDocument/codeAction``: "Add suggested topics" on a note, and "Create note" for a
-broken link (``features/links.py``).
+"""Code action contributor: "Add suggested topics" on a note (the other contributor, "Create
+note" for a broken link, is in ``features/links.py``).
 
 The suggestions come from the vault's ``keyword_topics`` map (``core.librarian``), read from the
 open buffer; the action's ``WorkspaceEdit`` replaces only the lines of the frontmatter's topic
@@ -17,8 +17,7 @@ from lsprotocol import types
 
 from engram_ls.core.errors import EngramError
 from engram_ls.core.librarian import TopicEdit, add_topics_edit, suggest_topics
-from engram_ls.lsp.features.completion import open_document
-from engram_ls.lsp.features.links import create_note_actions
+from engram_ls.lsp.document import Document
 
 if TYPE_CHECKING:
     from pygls.workspace import TextDocument
@@ -28,6 +27,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 KIND = types.CodeActionKind.QuickFix
+"""The kind of every code action Engram offers."""
 TITLE = "Add suggested topics"
 
 
@@ -67,37 +67,25 @@ def suggested_action(
     )
 
 
-def register(server: EngramLanguageServer) -> None:
-    @server.feature(
-        types.TEXT_DOCUMENT_CODE_ACTION,
-        types.CodeActionOptions(code_action_kinds=[KIND], resolve_provider=False),
-    )
-    async def code_action(
-        ls: EngramLanguageServer, params: types.CodeActionParams
-    ) -> list[types.CodeAction] | None:
-        only = params.context.only
-        if only and not any(k == KIND or KIND.startswith(f"{k}.") for k in only):
-            return None
-        await ls.ready()
-        found = open_document(ls, params.text_document.uri)
-        if found is None:
-            return None
-        vault, _rel, doc, source = found
-        created = create_note_actions(ls, vault, params)
-        config = vault.config
-        if not config.keyword_topics:
-            return created or None
+async def suggested_topics(
+    ls: EngramLanguageServer, document: Document, params: types.CodeActionParams
+) -> list[types.CodeAction]:
+    """Code action contributor: "Add suggested topics" from the vault's ``keyword_topics``."""
+    config = document.vault.config
+    if not config.keyword_topics:
+        return []
+    source = document.source
 
-        def plan() -> tuple[list[str], TopicEdit | None]:
-            topics = suggest_topics(source, config)
-            return topics, add_topics_edit(source, topics, config) if topics else None
+    def plan() -> tuple[list[str], TopicEdit | None]:
+        topics = suggest_topics(source, config)
+        return topics, add_topics_edit(source, topics, config) if topics else None
 
-        try:
-            topics, edit = await ls.run(plan)
-        except EngramError as exc:
-            log.debug("no topic suggestion for %s: %s", params.text_document.uri, exc)
-            return created or None
-        if edit is None:
-            return created or None
-        versioned = ls.supports("workspace", "workspace_edit", "document_changes")
-        return [*created, suggested_action(doc, source, topics, edit, versioned)]
+    try:
+        topics, edit = await ls.run(plan)
+    except EngramError as exc:
+        log.debug("no topic suggestion for %s: %s", params.text_document.uri, exc)
+        return []
+    if edit is None:
+        return []
+    versioned = ls.supports("workspace", "workspace_edit", "document_changes")
+    return [suggested_action(document.doc, source, topics, edit, versioned)]

@@ -16,7 +16,8 @@ from engram_ls.core.config import EngramConfig
 from engram_ls.core.errors import UnsupportedMode
 from engram_ls.core.index import fts
 from engram_ls.core.model import Note
-from engram_ls.core.search import Plan, SearchHit, build_hit, newest_first, snippet_line
+from engram_ls.core.search.hits import Found, SearchHit, newest_first, page_hits, snippet_line
+from engram_ls.core.search.plan import Plan
 from engram_ls.core.vault import Vault
 
 ReadNote = Callable[[str], "Note | None"]
@@ -133,29 +134,14 @@ class ScanSearcher:
         firsts: dict[str, ripgrep.FirstMatch] = {}
         if grep:
             firsts = plan.grep(self.vault.root).first([m.path for m in page])
-        inside = self.vault.inside(m.path for m in page)
-        results: list[SearchHit] = []
-        for m in page:
-            note = m.note
-            if note.path not in inside:
-                continue
-            first = firsts.get(note.path)
+
+        def found(m: _Match) -> Found:
+            note, first = m.note, firsts.get(m.path)
             if first is not None:
-                line, line_text = first.line, first.text
+                line, text = first.line, first.text
             else:
-                line, line_text = snippet_line(note.body, note.body_line, note.summary, plan)
-            results.append(
-                build_hit(
-                    self.vault,
-                    plan,
-                    self.config,
-                    path=note.path,
-                    title=note.title,
-                    created_at=note.created_at,
-                    topics=note.topics,
-                    score=m.score,
-                    line=line,
-                    text=line_text,
-                )
-            )
+                line, text = snippet_line(note.body, note.body_line, note.summary, plan)
+            return Found(note.path, note.title, note.created_at, note.topics, m.score, line, text)
+
+        results = page_hits(self.vault, plan, self.config, page, found)
         return results, len(matched)

@@ -1,4 +1,9 @@
-"""``textDocument/completion``: the vault's topics where a topic is being written.
+"""Topics where they are written: completion and hover contributors.
+
+``complete`` (``textDocument/completion``) offers the vault's topics where a topic is being
+written; ``hover`` (``textDocument/hover``) tells how many notes use the topic under the
+cursor and lists the most recent ones. Both find the topic item at a position the same way
+(``topic_at``: ``locate`` + ``find_slot``).
 
 Four places take a topic:
 
@@ -22,55 +27,60 @@ not pop a list up (Enter must still start a block list); asking explicitly does.
 
 Only the frontmatter lines up to the cursor and the cursor line are parsed; the body above the
 cursor is only skipped over (and searched for code fences when the cursor follows a ``#``).
-``topic_at`` (``locate`` + ``find_slot``) is shared with hover: the topic item at a position.
+
+Hover: the answer comes from ``Engram.search({"tags": [topic], "limit": 5})`` (newest first,
+``total`` is the note count) as Markdown when the client renders it: the count, then title,
+date and vault-relative path of each recent note, with links.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-import logging
 import re
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from lsprotocol import types
-from pygls.workspace import TextDocument
 
 from engram_ls.core.config import EngramConfig
-from engram_ls.core.errors import EngramError
-from engram_ls.core.service import SERVABLE_STATES, Engram, TopicCount
+from engram_ls.core.parse import TAG_RE, in_code_span, is_tag_text
+from engram_ls.core.search import SearchResponse
+from engram_ls.core.service import TopicCount
+from engram_ls.lsp.convert import escape_markdown
+from engram_ls.lsp.document import (
+    Document,
+    Where,
+    client_range,
+    index_ready,
+    locate,
+    next_line,
+    to_column,
+    wants_markdown,
+)
 
 if TYPE_CHECKING:
     from engram_ls.lsp.server import EngramLanguageServer
-    from engram_ls.lsp.vaults import Vault
+    from engram_ls.lsp.vaults import VaultSession
 
-log = logging.getLogger(__name__)
-
-TRIGGER_CHARACTERS = ["#", "[", ",", " ", "-", "(", "/"]
 MAX_ITEMS = 100
 """Most candidates in one answer; more makes the list ``is_incomplete``."""
 MAX_PREFIX_CHARS = 200
-MAX_FRONTMATTER_LINES = 5000
-"""Beyond this many lines an unclosed ``---`` block is not treated as frontmatter."""
+RECENT = 5
+"""Recent notes listed in a hover."""
 
 Style = Literal["flow", "block", "plain", "tag"]
 
 # --- finding the topic slot at a position (pure) -----------------------------------------------
 
-_OPEN_FENCE_RE = re.compile(r"---[ \t]*")
-_CLOSE_FENCE_RE = re.compile(r"(?:---|\.\.\.)[ \t]*")
 _KEY_RE = re.compile(
     r"""("[^"\n]*"|'[^'\n]*'|[^\s#:'"\-?][^:\n]*?|[-?][^\s:][^:\n]*?)[ \t]*:(?=[ \t]|$)"""
 )
 _ITEM_RE = re.compile(r"([ \t]*)-(?=[ \t]|$)[ \t]*")
-_CODE_FENCE_RE = re.compile(r"^[ \t]*(`{3,}|~{3,})([^\n]*)$", re.MULTILINE)
-_CODE_SPAN_RE = re.compile(r"`(?<!``)(`*)(?!`)[^\n]{1,4000}?(?<!`)`\1(?!`)")
 _TAG_BEFORE_CURSOR_RE = re.compile(r"#(?<![^\s(]#)(?<!\]\(#)([\w/-]*)$")
-_TAG_RE = re.compile(r"#(?<![^\s(]#)(?<!\]\(#)([\w/-]+)")
 _TAG_TEXT_RE = re.compile(r"[\w/-]+")
-_HAS_LETTER_RE = re.compile(r"[^\W\d]")
-_HEX_COLOUR_RE = re.compile(r"[0-9A-Fa-f]{3,4}|[0-9A-Fa-f]{6}|[0-9A-Fa-f]{8}")
 _SAFE_PLAIN_RE = re.compile(r"[^\W\d_][\w./ -]*(?<! )")
 _YAML_WORDS = frozenset({"null", "true", "false", "yes", "no", "on", "off", "y", "n", "nan", "inf"})
 
@@ -92,71 +102,6 @@ class Slot:
     """For ``plain``: what the core splits the value on (``,`` or whitespace)."""
     siblings: frozenset[str] = field(default_factory=frozenset)
     """Case-folded topics already in the same list (or on the same body line)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Where:
-    """What the line of a position is: frontmatter, body, or a fence line."""
-
-    kind: Literal["yaml", "body", "fence"]
-    line: str
-    """The line's text without its line break."""
-    above: tuple[str, ...] = ()
-    """For ``yaml``: the frontmatter lines from the opening fence up to the line (excluded)."""
-    source: str = ""
-    body_start: int = 0
-    """For ``body``: the offset where the body starts (the fence scan starts there)."""
-    line_end: int = 0
-    """The offset where the line's text ends (its line break, if any, starts there)."""
-
-
-def _strip_cr(text: str) -> str:
-    return text[:-1] if text.endswith("\r") else text
-
-
-def _next_line(source: str, pos: int) -> tuple[str, int, int]:
-    """The line starting at ``pos``: (text, offset of its end, offset of the next line or -1)."""
-    nl = source.find("\n", pos)
-    end = len(source) if nl < 0 else nl
-    return _strip_cr(source[pos:end]), end, (-1 if nl < 0 else nl + 1)
-
-
-def locate(source: str, line: int) -> Where | None:
-    """Classify ``line`` of ``source``, reading only the frontmatter and that line."""
-    if line < 0:
-        return None
-    pos, first, body_start = 0, 0, 0
-    if source.startswith(("---", "\ufeff---")):
-        text, end, nxt = _next_line(source, 0)
-        if _OPEN_FENCE_RE.fullmatch(text.lstrip("\ufeff")) and nxt >= 0:
-            if line == 0:
-                return Where("fence", text, line_end=end, source=source)
-            above = [text]
-            index, pos = 1, nxt
-            while True:
-                text, end, nxt = _next_line(source, pos)
-                closing = _CLOSE_FENCE_RE.fullmatch(text) is not None
-                if index == line:
-                    kind: Literal["yaml", "fence"] = "fence" if closing else "yaml"
-                    return Where(kind, text, tuple(above), source, 0, end)
-                if closing:
-                    if nxt < 0:
-                        return None  # nothing after the closing fence
-                    pos = body_start = nxt
-                    first = index + 1
-                    break
-                if nxt < 0 or index >= MAX_FRONTMATTER_LINES:
-                    pos = 0  # unclosed: the core reads the whole text as body
-                    break
-                above.append(text)
-                index, pos = index + 1, nxt
-    for _ in range(line - first):
-        nl = source.find("\n", pos)
-        if nl < 0:
-            return None
-        pos = nl + 1
-    text, end, _nxt = _next_line(source, pos)
-    return Where("body", text, (), source, body_start, end)
 
 
 def find_slot(where: Where, col: int, config: EngramConfig, *, whole: bool) -> Slot | None:
@@ -363,49 +308,12 @@ def _block_siblings(where: Where, owner_index: int, indent: int) -> frozenset[st
     for _ in range(MAX_ITEMS):
         if end >= len(source):
             break
-        text, end, _nxt = _next_line(source, end + 1)
+        text, end, _nxt = next_line(source, end + 1)
         item = _ITEM_RE.match(text)
         if item is None or len(item.group(1)) != indent:
             break
         found.add(_item_topic(text))
     return frozenset(t for t in found if t)
-
-
-def _code_spans(line: str) -> list[tuple[int, int]]:
-    return [m.span() for m in _CODE_SPAN_RE.finditer(line)] if "`" in line else []
-
-
-def _in_code(line: str, at: int) -> bool:
-    """Whether column ``at`` is in an inline code span (or after an unclosed backtick)."""
-    if "`" not in line[:at]:
-        return False
-    spans = _code_spans(line)
-    if any(s <= at < e for s, e in spans):
-        return True
-    rest = list(line[:at])
-    for s, e in spans:
-        if s < at:
-            rest[s : min(e, at)] = [" "] * (min(e, at) - s)
-    return "`" in rest
-
-
-def _in_fence(where: Where) -> bool:
-    """Whether the line is inside (or is) a fenced code block of the body."""
-    source, start, end = where.source, where.body_start, where.line_end
-    if source.find("```", start, end) < 0 and source.find("~~~", start, end) < 0:
-        return False
-    fence_char, fence_len = "", 0
-    for match in _CODE_FENCE_RE.finditer(source, start, end):
-        run, rest = match.group(1), match.group(2)
-        if match.end() == end:  # the line itself is a fence line
-            return True
-        if not fence_char:
-            if run[0] == "`" and "`" in rest:
-                continue
-            fence_char, fence_len = run[0], len(run)
-        elif run[0] == fence_char and len(run) >= fence_len and not rest.strip():
-            fence_char = ""
-    return bool(fence_char)
 
 
 def _tag_slot(where: Where, col: int, *, whole: bool) -> Slot | None:
@@ -414,22 +322,22 @@ def _tag_slot(where: Where, col: int, *, whole: bool) -> Slot | None:
         return None
     if whole:
         hit = None
-        for match in _TAG_RE.finditer(line):
+        for match in TAG_RE.finditer(line):
             if match.start() <= col <= match.end():
                 hit = match
                 break
-        if hit is None or _in_code(line, hit.start()) or _in_fence(where):
+        if hit is None or in_code_span(line, hit.start()) or where.in_fence():
             return None
         start, end = hit.start(1), hit.end(1)
         text = line[start:end].rstrip("/-")
         lead = len(text) - len(text.lstrip("/"))
         text = text.lstrip("/")
-        if not _HAS_LETTER_RE.search(text) or _HEX_COLOUR_RE.fullmatch(text):
+        if not is_tag_text(text):
             return None
         start += lead
         return Slot("tag", start, start + len(text), text, siblings=_line_tags(line, hit.start()))
     typed = _TAG_BEFORE_CURSOR_RE.search(line, 0, col)
-    if typed is None or _in_code(line, typed.start()) or _in_fence(where):
+    if typed is None or in_code_span(line, typed.start()) or where.in_fence():
         return None
     start = typed.start(1)
     return Slot("tag", start, col, line[start:col], siblings=_line_tags(line, typed.start()))
@@ -437,7 +345,7 @@ def _tag_slot(where: Where, col: int, *, whole: bool) -> Slot | None:
 
 def _line_tags(line: str, skip: int) -> frozenset[str]:
     return frozenset(
-        m.group(1).strip("/-").casefold() for m in _TAG_RE.finditer(line) if m.start() != skip
+        m.group(1).strip("/-").casefold() for m in TAG_RE.finditer(line) if m.start() != skip
     ) - {""}
 
 
@@ -457,8 +365,8 @@ def _quoted(topic: str, quote: str) -> str:
 def render(slot: Slot, topic: str) -> tuple[str, str] | None:
     """(new text, filter text) for a candidate in this slot, or None when it cannot go there."""
     if slot.style == "tag":
-        ok = _TAG_TEXT_RE.fullmatch(topic) and _HAS_LETTER_RE.search(topic)
-        if not ok or _HEX_COLOUR_RE.fullmatch(topic) or topic[0] == "/" or topic[-1] in "/-":
+        ok = _TAG_TEXT_RE.fullmatch(topic) and is_tag_text(topic)
+        if not ok or topic[0] == "/" or topic[-1] in "/-":
             return None
         return topic, topic
     if slot.style == "plain":
@@ -476,86 +384,33 @@ def render(slot: Slot, topic: str) -> tuple[str, str] | None:
     return _quoted(topic, '"'), topic
 
 
-# --- the request -------------------------------------------------------------------------------
-
-
-def open_document(
-    ls: EngramLanguageServer, uri: str
-) -> tuple[Vault, str, TextDocument, str] | None:
-    """The vault, relative path, document and text of a Markdown document in a vault."""
-    found = ls.vault_for_uri(uri)
-    if found is None:
-        return None
-    vault, rel = found
-    try:
-        doc = ls.workspace.get_text_document(uri)
-        if not (rel.lower().endswith(".md") or doc.language_id == "markdown"):
-            return None
-        source = doc.source  # the open buffer (a document that is not open is read here)
-    except (OSError, UnicodeDecodeError, ValueError):
-        return None
-    return vault, rel, doc, source
+# --- the requests ------------------------------------------------------------------------------
 
 
 @dataclass(slots=True)
 class TopicAt:
     """Where a topic is written at a client position: what completion and hover work on."""
 
-    vault: Vault
-    doc: TextDocument
     where: Where
     col: int
     """The position's code-point column in ``where.line``."""
     slot: Slot
 
 
-def topic_at(
-    ls: EngramLanguageServer, uri: str, position: types.Position, *, whole: bool
-) -> TopicAt | None:
+def topic_at(document: Document, position: types.Position, *, whole: bool) -> TopicAt | None:
     """The topic slot at ``position`` of a note (outside fences), or None."""
-    opened = open_document(ls, uri)
-    if opened is None:
-        return None
-    vault, _rel, doc, source = opened
-    where = locate(source, position.line)
+    where = locate(document.source, position.line)
     if where is None or where.kind == "fence":
         return None
-    col = to_column(doc, where.line, position.character)
-    slot = find_slot(where, col, vault.config, whole=whole)
-    return None if slot is None else TopicAt(vault, doc, where, col, slot)
+    col = to_column(document.doc, where.line, position.character)
+    slot = find_slot(where, col, document.vault.config, whole=whole)
+    return None if slot is None else TopicAt(where, col, slot)
 
 
-def to_column(doc: TextDocument, line: str, character: int) -> int:
-    """A client column (in the negotiated UTF-16/UTF-8/UTF-32 units) as a code-point column."""
-    if line.isascii():
-        return min(character, len(line))
-    units = doc.position_codec.client_num_units
-    count = 0
-    for index, char in enumerate(line):
-        if count >= character:
-            return index
-        count += units(char)
-    return len(line)
-
-
-def client_range(doc: TextDocument, line: int, text: str, start: int, end: int) -> types.Range:
-    """A range of code-point columns of one line, in the client's units."""
-    units = doc.position_codec.client_num_units
-    return types.Range(
-        start=types.Position(line=line, character=units(text[:start])),
-        end=types.Position(line=line, character=units(text[:end])),
-    )
-
-
-def index_ready(engram: Engram, building: bool) -> bool:
-    """Whether the index can answer now without a scan of every note during a build."""
-    return not building or engram.status().state in SERVABLE_STATES
-
-
-def _topics(engram: Engram, prefix: str, limit: int, building: bool) -> list[TopicCount] | None:
-    if not index_ready(engram, building):
+def _topics(vault: VaultSession, prefix: str, limit: int) -> list[TopicCount] | None:
+    if not index_ready(vault):
         return None
-    return engram.topics(prefix, limit)
+    return vault.engram.topics(prefix, limit)
 
 
 def _plural(count: int) -> str:
@@ -568,12 +423,13 @@ def _first_plain_item(where: Where, col: int) -> bool:
 
 
 async def complete(
-    ls: EngramLanguageServer, params: types.CompletionParams
+    ls: EngramLanguageServer, document: Document, params: types.CompletionParams
 ) -> types.CompletionList | None:
-    at = topic_at(ls, params.text_document.uri, params.position, whole=False)
+    """Completion contributor: the vault's topics where a topic is being written."""
+    at = topic_at(document, params.position, whole=False)
     if at is None or len(at.slot.text) > MAX_PREFIX_CHARS:
         return None
-    vault, doc, where, col, slot = at.vault, at.doc, at.where, at.col, at.slot
+    vault, doc, where, col, slot = document.vault, document.doc, at.where, at.col, at.slot
     context = params.context
     if (
         slot.style == "plain"
@@ -583,7 +439,7 @@ async def complete(
     ):
         return None  # typing ``tags: `` then Enter must stay a newline (a block list to come)
     limit = min(MAX_ITEMS + 1 + len(slot.siblings), 10_000)
-    found = await ls.run(_topics, vault.engram, slot.text.strip(), limit, vault.building)
+    found = await ls.run(_topics, vault, slot.text.strip(), limit)
     if found is None:  # the first build is still running: ask again later
         return types.CompletionList(is_incomplete=True, items=[])
     more = len(found) >= limit
@@ -613,20 +469,72 @@ async def complete(
     return types.CompletionList(is_incomplete=more, items=items)
 
 
-def register(server: EngramLanguageServer) -> None:
-    options = types.CompletionOptions(trigger_characters=TRIGGER_CHARACTERS)
+# --- hover: how many notes use a topic, and the most recent ones -------------------------------
 
-    @server.feature(types.TEXT_DOCUMENT_COMPLETION, options)
-    async def completion(
-        ls: EngramLanguageServer, params: types.CompletionParams
-    ) -> types.CompletionList | None:
-        from engram_ls.lsp.features.links import complete_link
 
-        try:
-            found = await complete_link(ls, params)
-            if found is not None:
-                return found
-            return await complete(ls, params)
-        except EngramError as exc:
-            log.warning("completion failed: %s", exc)
-            return None
+def _code(text: str) -> str:
+    ticks = "``" if "`" in text else "`"
+    pad = " " if "`" in text else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
+
+
+def _lookup(vault: VaultSession, topic: str, cancel: threading.Event) -> SearchResponse | None:
+    if not index_ready(vault):
+        return None
+    return vault.engram.search({"tags": [topic], "limit": RECENT}, cancel=cancel)
+
+
+def render_markdown(topic: str, response: SearchResponse | None) -> str:
+    """The hover text: the count and the most recent notes."""
+    head = f"**Topic {escape_markdown(topic)}**"
+    if response is None:
+        return f"{head}\n\nThe index is still being built; counts appear once it is ready."
+    if response.total == 0:
+        return f"{head}: used by no note yet."
+    noun = "note" if response.total == 1 else "notes"
+    lines = [f"{head}: {response.total} {noun}", ""]
+    if response.results:
+        lines.append("Most recent:" if response.total > len(response.results) else "Notes:")
+        lines.append("")
+        for hit in response.results:
+            date = hit.created_at or "undated"
+            title = escape_markdown(hit.title)
+            lines.append(f"- [{title}]({hit.uri}) · {date} · {_code(hit.path)}")
+    return "\n".join(lines)
+
+
+def render_plain(topic: str, response: SearchResponse | None) -> str:
+    if response is None:
+        return f"Topic {topic}: the index is still being built."
+    if response.total == 0:
+        return f"Topic {topic}: used by no note yet."
+    noun = "note" if response.total == 1 else "notes"
+    lines = [f"Topic {topic}: {response.total} {noun}"]
+    lines.extend(f"- {h.title} ({h.created_at or 'undated'}) {h.path}" for h in response.results)
+    return "\n".join(lines)
+
+
+async def hover(
+    ls: EngramLanguageServer, document: Document, params: types.HoverParams
+) -> types.Hover | None:
+    """Hover contributor: on a topic, how many notes use it and the most recent ones."""
+    at = topic_at(document, params.position, whole=True)
+    if at is None:
+        return None
+    vault, where, slot = document.vault, at.where, at.slot
+    topic = slot.text.strip().lstrip("#").strip()
+    if not topic or topic.startswith("-") or len(topic) > 200:
+        return None  # a leading '-' would read as "exclude" in a search
+    await vault.settled()
+    cancel = threading.Event()
+    try:
+        response = await ls.run(_lookup, vault, topic, cancel)
+    except asyncio.CancelledError:
+        cancel.set()
+        raise
+    if wants_markdown(ls):
+        content = types.MarkupContent(types.MarkupKind.Markdown, render_markdown(topic, response))
+    else:
+        content = types.MarkupContent(types.MarkupKind.PlainText, render_plain(topic, response))
+    hover_range = client_range(document.doc, params.position.line, where.line, slot.start, slot.end)
+    return types.Hover(contents=content, range=hover_range)

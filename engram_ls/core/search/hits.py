@@ -1,0 +1,142 @@
+"""The search result: hits, the index's part, the response; and the helpers that both search
+paths use to place a snippet, order the notes and build a hit."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, TypeVar
+
+from engram_ls.core.config import EngramConfig
+from engram_ls.core.index import fts
+from engram_ls.core.search.plan import Plan
+from engram_ls.core.serialize import rounded
+from engram_ls.core.vault import Vault
+
+ServedBy = Literal["index", "scan"]
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    path: str
+    uri: str
+    title: str
+    created_at: str | None
+    topics: tuple[str, ...]
+    score: float
+    snippet: str
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
+class IndexInfo:
+    state: str
+    served_by: ServedBy
+    generation: int
+    updated_at: str | None
+
+
+@dataclass(slots=True)
+class SearchResponse:
+    results: list[SearchHit]
+    total: int
+    truncated: bool
+    index: IndexInfo
+    elapsed_ms: float = field(default=0.0, metadata=rounded(3))
+
+
+def make_snippet(text: str, limit: int, plan: Plan | None = None) -> str:
+    """One line of context, at most ``limit`` characters, centred on the first match."""
+    line = " ".join(text.split())
+    if len(line) <= limit:
+        return line
+    start = 0
+    if plan is not None and plan.query:
+        needle = _first_needle(plan)
+        if needle:
+            pos = line.casefold().find(needle.casefold())
+            if pos > limit // 3:
+                start = pos - limit // 3
+    cut = line[start : start + limit - 2]
+    return ("…" if start else "") + cut + "…"
+
+
+def _first_needle(plan: Plan) -> str:
+    if plan.mode == "literal":
+        return plan.query
+    if plan.terms:
+        return plan.terms[0].tokens[0]
+    return ""
+
+
+def snippet_line(body: str, body_line: int, summary: str | None, plan: Plan) -> tuple[int, str]:
+    """(file line, text) to show for a note: the first body line matching the text query,
+    else the summary (line 1), else the first line of prose."""
+    found = fts.find_matching_line(plan.terms, body)
+    if found is not None:
+        return body_line + found[0], found[1]
+    if summary:
+        return 1, summary
+    for i, text in enumerate(body.split("\n")):
+        stripped = text.strip()
+        if stripped and not stripped.startswith("#"):
+            return body_line + i, stripped
+    return 1, ""
+
+
+def newest_first(items: list[Any], day: Any, score: Any = None) -> None:
+    """Sort in place: higher ``score`` first (when given), then newest first, undated last,
+    then by path; ``day(item)`` gives ``YYYY-MM-DD`` or None and items have a ``path``."""
+    items.sort(key=lambda it: it.path)
+    if score is None:
+        items.sort(key=lambda it: day(it) or "", reverse=True)
+    else:
+        items.sort(key=lambda it: (score(it), day(it) or ""), reverse=True)
+
+
+class _OnPage(Protocol):
+    @property
+    def path(self) -> str: ...
+
+
+P = TypeVar("P", bound=_OnPage)
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """A note on the page of results as a search path found it, before its snippet is cut."""
+
+    path: str
+    title: str
+    created_at: str | None
+    topics: tuple[str, ...]
+    score: float
+    line: int
+    text: str
+    """The line of text the snippet is cut from."""
+
+
+def page_hits(
+    vault: Vault, plan: Plan, config: EngramConfig, page: Sequence[P], found: Callable[[P], Found]
+) -> list[SearchHit]:
+    """The hits of one page, in its order: each note whose path resolves inside the vault
+    (checked once for the whole page), described by ``found``, with its snippet."""
+    inside = vault.inside(item.path for item in page)
+    hits: list[SearchHit] = []
+    for item in page:
+        if item.path not in inside:
+            continue
+        note = found(item)
+        hits.append(
+            SearchHit(
+                path=note.path,
+                uri=vault.uri(note.path),
+                title=note.title,
+                created_at=note.created_at,
+                topics=note.topics,
+                score=note.score,
+                snippet=make_snippet(note.text, config.limits.snippet_chars, plan),
+                line=note.line,
+            )
+        )
+    return hits
