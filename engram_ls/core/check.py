@@ -12,10 +12,10 @@ server queues it on its event loop), else ``Engram.catch_up`` in this thread.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable
 
+from engram_ls.core.background import Background
 from engram_ls.core.errors import EngramError
 from engram_ls.core.service import Engram
 
@@ -26,21 +26,15 @@ TICK_S = 0.5
 """How often the thread looks whether a check is due."""
 
 
-class IntegrityChecker:
+class IntegrityChecker(Background):
     """Checks one vault's index now and then; ``stop`` ends the thread at its next tick."""
 
+    thread_name = "engram-check"
+
     def __init__(self, engram: Engram, on_damage: Callable[[], object] | None = None) -> None:
+        super().__init__()
         self.engram = engram
         self.on_damage = on_damage
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="engram-check", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
 
     def _run(self) -> None:
         interval = self.engram.config.limits.check_interval_s

@@ -7,9 +7,6 @@ never stops a search: it is answered by scanning the files and says so (``served
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-import logging
 import os
 import sqlite3
 import threading
@@ -29,10 +26,12 @@ from engram_ls.core.errors import (
     NotFound,
     SearchTimeout,
 )
+from engram_ls.core.health import IndexHealth
 from engram_ls.core.index import db
 from engram_ls.core.index import symbols as sym
 from engram_ls.core.index.links import NameMatch
 from engram_ls.core.index.store import Index, IndexStatus
+from engram_ls.core.index.symbol_match import TOPIC_READ_BYTES, SymbolHit, topic_line
 from engram_ls.core.librarian import add_topics_to_file
 from engram_ls.core.links import MovePlan
 from engram_ls.core.model import LinkKind, Note
@@ -51,9 +50,6 @@ from engram_ls.core.topic_edit import TopicEdit
 from engram_ls.core.vault import Vault
 
 T = TypeVar("T")
-log = logging.getLogger(__name__)
-"""Damage itself is logged where the file is replaced (``Index._replace``)."""
-SERVABLE_STATES = frozenset({"ready", "stale"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,46 +101,31 @@ class Engram:
             index_path or default_index_path(self.vault.root, config), read_only=read_only
         )
         self.syncer = Syncer(self.vault, self.index)
-        self.unavailable: str | None = None
-        """Why the index cannot be used right now (None when it can)."""
-        self.behind: str | None = None
-        """Why the index may be missing changes (a write failed, the file was replaced or
-        rebuilt empty, the vault folder went away); None when it is not. The next write is a
-        full reconcile instead of just its own batch, so nothing that failed is lost."""
-        self._lock = threading.RLock()
-        self._opened = False
+        self.health = IndexHealth(self.index, self.vault.root)
+        """Opened, unavailable, behind; every read and write of the index goes through it."""
         self.last_search = 0.0
         """``time.monotonic()`` of the last search (background checks wait for a quiet time)."""
 
     @property
+    def unavailable(self) -> str | None:
+        """Why the index cannot be used right now (None when it can)."""
+        return self.health.unavailable
+
+    @property
+    def behind(self) -> str | None:
+        """Why the index may be missing changes (None when it is not); see ``IndexHealth``."""
+        return self.health.behind
+
+    @property
     def readable(self) -> bool:
-        """Whether reads may use the index: it was opened (checked, created or replaced) and
-        is usable. Before ``open`` nothing touches the file: a read of a file that is not set
-        up yet would look like damage and have it moved aside under the opening thread."""
-        return self._opened and self.unavailable is None
+        """Whether reads may use the index (see ``IndexHealth.readable``)."""
+        return self.health.readable
 
     # -- lifecycle -------------------------------------------------------------------------
 
     def open(self) -> None:
         """Open (or create, or replace a damaged) index. Never raises: failures mean scan."""
-        with self._lock:
-            try:
-                if not self.vault.root.is_dir():
-                    # Creating the index folder would bring a deleted vault folder back.
-                    raise IndexUnavailable(f"the vault folder is missing: {self.vault.root}")
-                path = self.index.path
-                if path.name.endswith(".md") or os.path.realpath(path).endswith(".md"):
-                    # A note is never an index: opening it would move the note aside as a
-                    # damaged index and put a database in its place.
-                    raise IndexUnavailable(f"refusing to use a note as the index file: {path}")
-                self.index.open()
-                self.unavailable = None
-            except IndexUnavailable as exc:
-                self.unavailable = exc.message
-            finally:
-                # Only now may readers use the file: a reader racing the opening thread would
-                # see a file without tables, take it for damage and move it aside.
-                self._opened = True
+        self.health.open()
 
     def close(self) -> None:
         self.index.close()
@@ -184,71 +165,10 @@ class Engram:
             return None
         return self.sync()
 
-    def _writing(self, work: Any, *, reconcile: bool = False) -> SyncReport:
-        if self.index.read_only:
-            raise IndexUnavailable("the index was opened read-only")
-        with self._lock:
-            try:
-                return self._write_locked(work, reconcile)
-            except EngramError as exc:
-                self.behind = exc.message
-                raise
-
-    def _write_locked(self, work: Any, reconcile: bool) -> SyncReport:
-        if not self.vault.root.is_dir():
-            raise NotFound(
-                f"vault folder does not exist: {self.vault.root}",
-                data={"path": str(self.vault.root)},
-            )
-        if self._opened and self.unavailable is None and self.index.replaced_by_other():
-            self.index.close()  # deleted or replaced under us: open the file now at the path
-            self.unavailable = "the index file was replaced"
-            self.behind = self.unavailable
-        if not self._opened or self.unavailable is not None:
-            self.open()  # never write to an index that was not checked (or replaced)
-            if self.unavailable is not None:
-                raise IndexUnavailable(self.unavailable)
-        if self.behind is not None and not reconcile:
-            work = self.syncer.reconcile
-        for attempt in range(2):
-            try:
-                result: SyncReport = work()
-                self.behind = None
-                return result
-            except sqlite3.DatabaseError as exc:
-                reason = db.damage(exc)
-                if reason is not None and attempt == 0:
-                    self.index.recover(reason, str(exc))
-                    if not reconcile:
-                        work = self.syncer.reconcile  # the new index holds nothing yet
-                    continue
-                if not db.is_busy(exc):  # a lock held elsewhere would block this too
-                    self._mark_failed()
-                raise IndexUnavailable(f"the index could not be updated: {exc}") from exc
-            except OSError as exc:
-                self._mark_failed()
-                raise IndexUnavailable(f"the index could not be updated: {exc}") from exc
-        raise IndexUnavailable("the index could not be rebuilt")
-
-    def _mark_failed(self) -> None:
-        try:
-            with self.index.batch() as b:
-                b.set_state("failed")
-        except (sqlite3.Error, OSError):
-            pass
+    def _writing(self, work: Callable[[], SyncReport], *, reconcile: bool = False) -> SyncReport:
+        return self.health.write(work, self.syncer.reconcile, whole=reconcile)
 
     # -- reading ---------------------------------------------------------------------------
-
-    def _check_file(self) -> None:
-        """Reopen if the index file was deleted or replaced under us (another process moved a
-        damaged one aside; the vault folder was deleted and made again): reading the old file
-        would answer from notes that are gone."""
-        if self.readable and self.index.replaced_by_other() and self.vault.root.is_dir():
-            with self._lock:
-                if self.index.replaced_by_other():
-                    self.index.close()
-                    self.behind = "the index file was replaced"
-                    self.open()
 
     def _vault_present(self) -> None:
         if not self.vault.root.is_dir():
@@ -260,66 +180,12 @@ class Engram:
     def status(self) -> IndexStatus:
         """The index's state; ``stale`` while it is missing changes (a write failed and the
         catch-up has not finished), as searches, which scan meanwhile, report it too."""
-        self._check_file()
-        if self.readable:
-            try:
-                st = self.index.status()
-                if self.behind is not None and st.state == "ready":
-                    st = dataclasses.replace(st, state="stale")
-                return st
-            except sqlite3.Error as exc:
-                reason = db.damage(exc)
-                if reason is not None:
-                    self._recover_quietly(reason, str(exc))
-        return IndexStatus(
-            state="failed" if self._opened and not self._no_index_file() else "empty",
-            generation=0,
-            updated_at=None,
-            notes=0,
-            problems=0,
-            topics=0,
-            path=str(self.index.path),
-        )
-
-    def _no_index_file(self) -> bool:
-        """Read-only and there is no index file: the index is ``empty``, not ``failed``."""
-        return self.index.read_only and not self.index.path.exists()
-
-    def _recover_quietly(self, reason: str, detail: str) -> None:
-        """Replace a damaged index; searches scan until a write or ``catch_up`` rebuilds it."""
-        with self._lock:
-            self.behind = "the index was damaged and replaced"
-            try:
-                self.index.recover(reason, detail)
-                self.unavailable = None
-            except IndexUnavailable as exc:
-                self.unavailable = exc.message
+        return self.health.status()
 
     def verify(self) -> tuple[str, str] | None:
-        """Check the whole index file (``PRAGMA quick_check`` on a connection of its own) and
-        answer damage as any query finding it would: the file is moved aside, an empty index
-        takes its place, the index is marked behind (searches scan until the next write or
-        ``catch_up`` rebuilds it). Returns (reason, what was found), or None when the file is
-        intact or cannot be checked now (not open, locked in exclusive mode elsewhere).
-
-        Reads every page (0.6-0.8 s at 100k notes): the servers run it in the background
-        (``core/check.py``); ``engram index`` before it reconciles.
-        """
-        if not self.readable:
-            return None
-        checked = self.index.opened_file()
-        try:
-            found = self.index.quick_check()
-        except sqlite3.Error as exc:
-            log.info("the index %s could not be checked: %s", self.index.path, exc)
-            return None
-        if found is None:
-            return None
-        with self._lock:
-            if self.index.opened_file() != checked or self.index.replaced_by_other():
-                return None  # replaced meanwhile (by a query here, or another process)
-            self._recover_quietly(*found)
-        return found
+        """Check the whole index file and answer damage found (``IndexHealth.verify``):
+        (reason, what was found), or None when it is intact or cannot be checked now."""
+        return self.health.verify()
 
     def read_note(self, rel: str) -> Note | None:
         """Parse one note from disk (used by the scan path)."""
@@ -336,35 +202,20 @@ class Engram:
         self.last_search = time.monotonic()
         req = parse_request(request)
         self._vault_present()
-        self._check_file()
         plan = make_plan(req, self.vault, self.config, cancel)
         served: IndexInfo | None = None
         hits: list[Any] = []
         total = 0
-        if self.readable and self.behind is None:
-            try:
-                conn = self.index.conn()
-                conn.set_progress_handler(lambda: 1 if _expired(plan) else 0, 2000)
-                try:
-                    with db.read_tx(conn):
-                        st = self.index.status(conn)
-                        if st.state in SERVABLE_STATES:
-                            hits, total = IndexSearcher(conn, self.vault, self.config).run(plan)
-                            served = IndexInfo(st.state, "index", st.generation, st.updated_at)
-                        else:
-                            served = IndexInfo(st.state, "scan", st.generation, st.updated_at)
-                finally:
-                    conn.set_progress_handler(None, 0)
-            except sqlite3.OperationalError as exc:
-                if "interrupted" in str(exc).lower():
-                    plan.check()
-                    raise SearchTimeout("the search ran past its deadline") from None
-                served = self._index_failure(exc)
-            except sqlite3.DatabaseError as exc:
-                served = self._index_failure(exc)
+        try:
+            with self.health.reading(fresh=True, cancel=plan.cancel, deadline=plan.deadline) as r:
+                if r.servable:
+                    hits, total = IndexSearcher(r.conn, self.vault, self.config).run(plan)
+                    served = r.served("index")
+        except db.Interrupted:
+            plan.check()
+            raise SearchTimeout("the search ran past its deadline") from None
         if served is None:
-            served = self._scan_info()
-        if served.served_by == "scan":
+            served = r.served("scan")
             hits, total = ScanSearcher(self.vault, self.config, self.read_note).run(plan)
         return SearchResponse(
             results=hits,
@@ -373,30 +224,6 @@ class Engram:
             index=served,
             elapsed_ms=(time.perf_counter() - t0) * 1000,
         )
-
-    def _scan_info(self) -> IndexInfo:
-        """What a scanned answer says about the index: ``stale`` when it is missing changes
-        (a write failed: its answer would not mean what the files say), else ``failed``."""
-        if self.readable and self.behind is not None:
-            with contextlib.suppress(sqlite3.Error):
-                st = self.index.status()
-                return IndexInfo("stale", "scan", st.generation, st.updated_at)
-        return IndexInfo("empty" if self._no_index_file() else "failed", "scan", 0, None)
-
-    def _index_failure(self, exc: sqlite3.DatabaseError) -> IndexInfo:
-        """The index could not answer: recover if it is damaged; the caller scans."""
-        reason = db.damage(exc)
-        if reason is not None:
-            self._recover_quietly(reason, str(exc))
-            return IndexInfo("failed", "scan", 0, None)
-        if db.is_busy(exc):  # locked by another process: asking again would wait as long
-            return IndexInfo("failed", "scan", 0, None)
-        st = None
-        with contextlib.suppress(sqlite3.Error):
-            st = self.index.status()
-        if st is None:
-            return IndexInfo("failed", "scan", 0, None)
-        return IndexInfo(st.state, "scan", st.generation, st.updated_at)
 
     def topics(self, prefix: str = "", limit: int = 100) -> list[TopicCount]:
         """Known topics, most used first, optionally starting with ``prefix`` (any case).
@@ -408,15 +235,9 @@ class Engram:
         _text("prefix", prefix)
         key = prefix.strip().lstrip("#").casefold()
         self._vault_present()
-        self._check_file()
-        if self.readable and self.behind is None:
-            try:
-                conn = self.index.conn()
-                with db.read_tx(conn):
-                    if self.index.status(conn).state in SERVABLE_STATES:
-                        return [TopicCount(n, c) for n, c in self.index.topics(key, limit, conn)]
-            except sqlite3.DatabaseError as exc:
-                self._index_failure(exc)
+        with self.health.reading(fresh=True) as r:
+            if r.servable:
+                return [TopicCount(n, c) for n, c in self.index.topics(key, limit, r.conn)]
         counts: dict[str, Counter[str]] = {}
         for f in self.vault.walk():
             note = self.read_note(f.path)
@@ -483,13 +304,10 @@ class Engram:
 
     def problems(self) -> list[dict[str, Any]]:
         """Every recorded note problem: ``{path, code, message, line}``, by path."""
-        if not self.readable:
-            return []
-        try:
-            return self.index.problems()
-        except sqlite3.DatabaseError as exc:
-            self._index_failure(exc)
-            return []
+        with self.health.reading() as r:
+            if r.read:
+                return self.index.problems()
+        return []
 
     def symbols(
         self,
@@ -497,9 +315,9 @@ class Engram:
         *,
         limit: int | None = None,
         cancel: threading.Event | None = None,
-    ) -> list[sym.SymbolHit]:
+    ) -> list[SymbolHit]:
         """Workspace symbols: note titles, headings and topics whose name holds ``query``'s
-        characters in order, best first (``core/index/symbols.py`` has the ranking), at most
+        characters in order, best first (``core/index/symbol_match.py`` has the ranking), at most
         ``limit`` (default ``limits.workspace_symbols``); an empty query lists recent notes.
 
         Served by the index alone (never a walk of the vault): an index that cannot be opened
@@ -509,27 +327,36 @@ class Engram:
         cap = self.config.limits.workspace_symbols if limit is None else limit
         if not self.vault.root.is_dir():
             return []
-        self._check_file()
+        self.health.check_file()
         if not self.readable or cap < 1 or (cancel is not None and cancel.is_set()):
             return []
         deadline = time.monotonic() + self.config.limits.deadline_ms / 1000
+        found: tuple[list[SymbolHit], dict[int, str | None]] | None = None
         try:
-            conn = self.index.conn()
-            with sym.interruptible(conn, cancel, deadline), db.read_tx(conn):
-                runner = sym.second_thread(self.index.conn, cancel, deadline)
-                search = sym.SymbolSearch(conn, query, cap, runner=runner)
-                hits = search.run()
-                homes = {h.ref: sym.topic_note(conn, h.ref) for h in hits if h.kind == "topic"}
-        except sym.Interrupted:
+            with self.health.reading(
+                cancel=cancel, deadline=deadline, steps=sym.PROGRESS_STEPS
+            ) as r:
+                if r.read:
+                    runner = sym.second_thread(self.index, cancel, deadline)
+                    hits = sym.SymbolSearch(r.conn, query, cap, runner=runner).run()
+                    homes = {
+                        h.ref: sym.topic_note(r.conn, h.ref) for h in hits if h.kind == "topic"
+                    }
+                    found = hits, homes
+        except db.Interrupted:
             if cancel is not None and cancel.is_set():
                 return []
             raise SearchTimeout("the symbol search ran past its deadline") from None
-        except sqlite3.DatabaseError as exc:
-            self._index_failure(exc)
-            raise IndexUnavailable(f"the index could not be read: {exc}") from exc
+        if found is None:
+            raise r.unavailable()
+        return self._placed(*found)
+
+    def _placed(self, hits: list[SymbolHit], homes: dict[int, str | None]) -> list[SymbolHit]:
+        """The hits inside the vault, each topic at the newest note using it (on the line
+        that names it), or left out when it has none."""
         paths = {h.path for h in hits if h.kind != "topic"}
         inside = self.vault.inside(paths | {p for p in homes.values() if p is not None})
-        placed: list[sym.SymbolHit] = []
+        placed: list[SymbolHit] = []
         for hit in hits:
             if hit.kind == "topic":
                 home = homes.get(hit.ref)
@@ -542,28 +369,20 @@ class Engram:
 
     def _topic_line(self, rel: str, topic: str) -> int:
         try:
-            head = self.vault.read(rel, sym.TOPIC_READ_BYTES)[0]
+            head = self.vault.read(rel, TOPIC_READ_BYTES)[0]
         except (OSError, EngramError):
             return 1
-        return sym.topic_line(head.decode("utf-8", errors="replace"), topic)
+        return topic_line(head.decode("utf-8", errors="replace"), topic)
 
     # -- links -----------------------------------------------------------------------------
 
     def _links(self, fn: Callable[..., T], *args: Any) -> T:
         """Run a ``core.navigation`` function on the index (a read transaction). Links are
         answered by the index only: while it cannot answer, IndexUnavailable."""
-        if not self.readable:
-            raise IndexUnavailable(self.unavailable or "the index is not open yet")
-        try:
-            conn = self.index.conn()
-            with db.read_tx(conn):
-                state = self.index.status(conn).state
-                if state not in SERVABLE_STATES:
-                    raise IndexUnavailable(f"the index is {state}; links need a built index")
-                return fn(conn, self.vault, *args)
-        except sqlite3.DatabaseError as exc:
-            self._index_failure(exc)
-            raise IndexUnavailable(f"the index could not be read: {exc}") from exc
+        with self.health.reading() as r:
+            if r.servable:
+                return fn(r.conn, self.vault, *args)
+        raise r.unavailable("links need a built index")
 
     def read_text(self, rel: str) -> str | None:
         """A note's text from disk (None when unreadable or not UTF-8)."""
@@ -679,12 +498,6 @@ def _text(name: str, value: str) -> None:
         require_text(value)
     except ValueError as exc:
         raise InvalidRequest(f"{name}: {exc}") from None
-
-
-def _expired(plan: Any) -> bool:
-    if plan.cancel is not None and plan.cancel.is_set():
-        return True
-    return bool(time.monotonic() > plan.deadline)
 
 
 __all__ = ["Change", "Engram", "Indexed", "TopicCount", "default_index_path"]

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+from engram_ls.core.background import Background
+from engram_ls.core.backoff import Backoff
 from engram_ls.core.errors import EngramError
 from engram_ls.core.service import Engram
 from engram_ls.core.sync import Change, ChangeKind
@@ -21,8 +22,6 @@ from engram_ls.core.sync import Change, ChangeKind
 log = logging.getLogger(__name__)
 RESTART_S = 0.5
 """How often a watch wakes up without events: to notice a deleted vault folder, to retry."""
-RETRY_S = (0.5, 30.0)
-"""First and longest wait between reconcile attempts after an update failed."""
 
 
 def interesting(rel_path: str, is_dir: bool = False) -> bool:
@@ -33,8 +32,10 @@ def interesting(rel_path: str, is_dir: bool = False) -> bool:
     return is_dir or parts[-1].endswith(".md") or "." not in parts[-1]
 
 
-class VaultWatcher:
+class VaultWatcher(Background):
     """Watches one vault; each batch goes to ``on_changes`` (default: apply it at once)."""
+
+    thread_name = "engram-watch"
 
     def __init__(
         self,
@@ -42,18 +43,10 @@ class VaultWatcher:
         debounce_ms: int = 50,
         on_changes: Callable[[list[Change]], object] | None = None,
     ) -> None:
+        super().__init__()
         self.engram = engram
         self.debounce_ms = debounce_ms
         self.on_changes = on_changes
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="engram-watch", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
 
     def _run(self) -> None:
         """Watch until stopped. A vault folder that is deleted ends a watch (the kernel drops
@@ -89,7 +82,7 @@ class VaultWatcher:
             return interesting(os.path.relpath(path, root), os.path.isdir(path))
 
         retry_at = 0.0
-        delay = RETRY_S[0]
+        backoff = Backoff()
         for batch in watch(
             root,
             watch_filter=keep,
@@ -109,11 +102,11 @@ class VaultWatcher:
                 if now >= retry_at:
                     try:
                         self.engram.catch_up()
-                        delay = RETRY_S[0]
+                        backoff.succeeded()
                     except EngramError as exc:
                         log.info("the index is still behind: %s", exc)
-                        delay = min(delay * 2, RETRY_S[1])
-                    retry_at = now + delay
+                        backoff.failed()
+                    retry_at = now + backoff.delay
 
     def _deliver(self, changes: list[Change]) -> None:
         if self.on_changes is not None:

@@ -22,9 +22,9 @@ from urllib.parse import unquote
 from lsprotocol import types
 from pygls.workspace import TextDocument
 
+from engram_ls.core.health import SERVABLE_STATES
 from engram_ls.core.links import LinkSpan
 from engram_ls.core.parse import in_fence
-from engram_ls.core.service import SERVABLE_STATES
 from engram_ls.lsp import convert
 
 if TYPE_CHECKING:

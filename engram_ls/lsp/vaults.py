@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from engram_ls.core.backoff import Backoff
 from engram_ls.core.check import IntegrityChecker
 from engram_ls.core.config import EngramConfig, load_config
 from engram_ls.core.errors import EngramError
@@ -29,8 +30,6 @@ DEBOUNCE_S = 0.05
 BATCH_NOW = 100
 """Queued changes applied without the debounce: a batch this large (one client notification,
 one watcher batch) is worth applying at once; waiting would only add its latency."""
-RETRY_S = (0.5, 30.0)
-"""First and longest wait before a failed update is tried again (doubling in between)."""
 
 
 class VaultSession:
@@ -95,14 +94,14 @@ class VaultSession:
             self._retry = asyncio.ensure_future(self._catch_up())
 
     async def _catch_up(self) -> None:
-        delay, longest = RETRY_S
+        backoff = Backoff()
         while True:
-            await asyncio.sleep(delay)
+            await asyncio.sleep(backoff.delay)
             try:
                 report = await self._run(self.engram.catch_up)
             except EngramError as exc:
                 log.info("the index of %s is still behind: %s", self.root, exc)
-                delay = min(delay * 2, longest)
+                backoff.failed()
                 continue
             if report is not None and self.on_applied is not None:
                 self.on_applied(self, report)

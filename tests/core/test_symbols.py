@@ -13,18 +13,19 @@ import pytest
 
 from engram_ls.core.config import EngramConfig, Limits
 from engram_ls.core.index import db
+from engram_ls.core.index import symbol_match as match
 from engram_ls.core.index import symbols as sym
-from engram_ls.core.index.symbols import (
+from engram_ls.core.index.symbol_match import (
     EXACT,
     FUZZY,
     PREFIX,
     WORD,
     Patterns,
     SymbolHit,
-    SymbolSearch,
     match_tier,
     rank,
 )
+from engram_ls.core.index.symbols import SymbolSearch
 from engram_ls.core.service import Engram
 
 
@@ -67,7 +68,7 @@ def names(hits: list[SymbolHit]) -> list[tuple[str, str]]:
     ],
 )
 def test_match_tier(name: str, query: str, tier: int | None) -> None:
-    assert match_tier(name, sym.normalize(query)) == tier
+    assert match_tier(name, match.normalize(query)) == tier
 
 
 def test_like_patterns_escape_wildcards_and_widen_non_ascii() -> None:
@@ -100,7 +101,7 @@ def test_like_patterns_escape_wildcards_and_widen_non_ascii() -> None:
     ],
 )
 def test_fts_phrase(query: str, phrase: str | None) -> None:
-    assert sym.fts_phrase(query) == phrase
+    assert match.fts_phrase(query) == phrase
 
 
 def test_rank_orders_tier_then_recency_then_length() -> None:
@@ -229,7 +230,7 @@ def brute_force_hits(
     conn: sqlite3.Connection, query: str
 ) -> dict[tuple[str, int, int], tuple[int, str | None]]:
     """(tier, day) of every matching name, by (kind, ref, line)."""
-    q = sym.normalize(query)
+    q = match.normalize(query)
     out: dict[tuple[str, int, int], tuple[int, str | None]] = {}
     titles = {}
     for nid, title, day in conn.execute("SELECT id, title, created_at FROM notes"):
@@ -247,7 +248,7 @@ def brute_force_hits(
 
 def brute_force(conn: sqlite3.Connection, query: str, limit: int) -> list[tuple[str, int, int]]:
     """Every name of the index, matched and ranked in Python."""
-    q = sym.normalize(query)
+    q = match.normalize(query)
     entries: list[tuple[tuple[int, int, int, str, int, str, int], tuple[str, int, int]]] = []
     titles = {}
     for nid, title, day, path in conn.execute("SELECT id, title, created_at, path FROM notes"):
@@ -277,14 +278,14 @@ def check(conn: sqlite3.Connection, search: SymbolSearch, query: str, limit: int
     hits = search.run()
     got = [(h.kind, h.ref, h.line) for h in hits]
     everything = brute_force(conn, query, 10**9)
-    if len(sym.normalize(query)) >= sym.FTS_MIN_CHARS or not search.stats.get("scoped"):
+    if len(match.normalize(query)) >= match.FTS_MIN_CHARS or not search.stats.get("scoped"):
         assert got == everything[:limit], (query, limit, search.stats)
         return
     assert len(set(got)) == len(got)
     assert [h.rank for h in hits] == sorted(h.rank for h in hits)
     assert set(got) <= set(everything)
     for h in hits:
-        assert match_tier(h.name, sym.normalize(query)) == h.tier
+        assert match_tier(h.name, match.normalize(query)) == h.tier
 
 
 def set_windows(
@@ -342,7 +343,7 @@ def test_strategies_agree_with_brute_force(
     with Engram(root, index_path=tmp_path / "ix.sqlite") as engram:
         engram.sync()
         conn = engram.index.conn()
-        runner = sym.second_thread(engram.index.conn) if parallel else None
+        runner = sym.second_thread(engram.index) if parallel else None
         paths_seen: set[str] = set()
         for query in QUERIES:
             for limit in (1, 7, 40):
@@ -369,7 +370,7 @@ def test_tiny_windows_on_the_example_vault(
     with Engram(vault_copy("example")) as engram:
         engram.sync()
         conn = engram.index.conn()
-        for runner in (None, sym.second_thread(engram.index.conn)):
+        for runner in (None, sym.second_thread(engram.index)):
             with db.read_tx(conn):
                 check(conn, SymbolSearch(conn, query, limit, runner=runner), query, limit)
 
@@ -402,7 +403,7 @@ def test_loose_matches_of_a_large_vault_come_from_its_newest_notes(
 
 def test_deadline_interrupts(example: Engram) -> None:
     conn = example.index.conn()
-    with pytest.raises(sym.Interrupted), sym.interruptible(conn, None, 0.0):
+    with pytest.raises(db.Interrupted), db.interruptible(conn, None, 0.0):
         conn.execute(
             "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 10000000)"
             " SELECT count(*) FROM c"
@@ -429,27 +430,27 @@ def test_deadline_interrupts(example: Engram) -> None:
     ],
 )
 def test_a_name_holds_the_mask_of_every_query_it_matches(name: str, query: str) -> None:
-    q = sym.normalize(query)
+    q = match.normalize(query)
     assert match_tier(name, q) is not None
-    name_mask, query_mask = sym.char_mask(name.casefold()), sym.char_mask(q)
+    name_mask, query_mask = match.char_mask(name.casefold()), match.char_mask(q)
     assert name_mask & query_mask == query_mask
     assert 0 < name_mask < 2**63  # a positive SQLite integer
 
 
 def test_masks_tell_characters_apart() -> None:
-    letters = [sym.char_mask(c) for c in "abcdefghijklmnopqrstuvwxyz0123456789 "]
+    letters = [match.char_mask(c) for c in "abcdefghijklmnopqrstuvwxyz0123456789 "]
     assert len(set(letters)) == len(letters)
     assert all(m & (m - 1) == 0 for m in letters)  # one bit each
-    assert sym.char_mask("") == 0
-    assert sym.char_mask("abc") == sym.char_mask("cab") == sym.char_mask("aabbcc")
-    assert sym.char_mask("zephyr") & sym.char_mask("idxq") != sym.char_mask("idxq")
+    assert match.char_mask("") == 0
+    assert match.char_mask("abc") == match.char_mask("cab") == match.char_mask("aabbcc")
+    assert match.char_mask("zephyr") & match.char_mask("idxq") != match.char_mask("idxq")
     # characters sharing a bit (ASCII punctuation, non-ASCII) still give that one bit
     text = "".join(chr(o) for o in range(128)) + "äöüßéΩ🙂"
     want = 0
     for ch in text:
-        want |= sym.char_mask(ch)
-    assert sym.char_mask(text) == want
-    assert sym.char_mask("!)") == sym.char_mask("!") == sym.char_mask(")")
+        want |= match.char_mask(ch)
+    assert match.char_mask(text) == want
+    assert match.char_mask("!)") == match.char_mask("!") == match.char_mask(")")
 
 
 def names_rows(conn: sqlite3.Connection) -> set[tuple[str, str, int, int, str]]:
@@ -468,13 +469,13 @@ def expected_names(conn: sqlite3.Connection) -> set[tuple[str, str, int, int, st
     folded text."""
     out = set()
     for path, day, title in conn.execute("SELECT path, created_at, title FROM notes"):
-        out.add((path, day or "", 0, sym.char_mask(title.casefold()), title))
+        out.add((path, day or "", 0, match.char_mask(title.casefold()), title))
     for path, day, title, line, text in conn.execute(
         "SELECT n.path, n.created_at, n.title, h.line, h.text FROM headings h JOIN notes n"
         " ON n.id = h.note_id"
     ):
         if text.casefold() != title.casefold():  # the note stands for such a heading
-            out.add((path, day or "", line, sym.char_mask(text.casefold()), text))
+            out.add((path, day or "", line, match.char_mask(text.casefold()), text))
     return out
 
 
@@ -539,18 +540,18 @@ def test_non_ascii_and_folded_queries_through_the_window(
         engram.sync()
         conn = engram.index.conn()
         assert engram.symbols(query, limit=1000)
-        for runner in (None, sym.second_thread(engram.index.conn)):
+        for runner in (None, sym.second_thread(engram.index)):
             for limit in (1, 3, 50):
                 with db.read_tx(conn):
                     check(conn, SymbolSearch(conn, query, limit, runner=runner), query, limit)
-        if len(sym.normalize(query)) < sym.FTS_MIN_CHARS:
+        if len(match.normalize(query)) < match.FTS_MIN_CHARS:
             return  # searched among the newest notes only (see check)
         monkeypatch.setattr(sym, "LOOSE_HORIZON", 8)
         with db.read_tx(conn):
             (horizon,) = conn.execute(
                 "SELECT created_at FROM notes ORDER BY created_at DESC, id DESC LIMIT 1 OFFSET 7"
             ).fetchone()
-            for runner in (None, sym.second_thread(engram.index.conn)):
+            for runner in (None, sym.second_thread(engram.index)):
                 search = SymbolSearch(conn, query, 1000, runner=runner)
                 got = {(h.kind, h.ref, h.line) for h in search.run() if h.kind != "topic"}
                 everything = brute_force_hits(conn, query)

@@ -11,6 +11,7 @@ import contextlib
 import errno
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +26,9 @@ grew by ~48 MiB over a query mix at 100k notes, for no measurable gain in query 
 file's pages are in the OS page cache either way)."""
 BUILD_CACHE_KB = 64_000
 """Page cache of the connection that writes a large batch (measured ~15 % faster builds)."""
+PROGRESS_STEPS = 2000
+"""SQLite virtual machine steps between two checks for cancellation and the deadline, by
+default (a search's queries: each check is a Python call)."""
 
 CORRUPTION_MARKERS = (
     "file is not a database",
@@ -188,6 +192,40 @@ def release_memory(conn: sqlite3.Connection) -> None:
     would otherwise stay in the thread's memory until other pages push them out)."""
     with contextlib.suppress(sqlite3.Error):
         conn.execute("PRAGMA shrink_memory")
+
+
+class Interrupted(Exception):
+    """A query was stopped: its request was cancelled or ran past its deadline."""
+
+
+@contextlib.contextmanager
+def interruptible(
+    conn: sqlite3.Connection,
+    cancel: threading.Event | None,
+    deadline: float | None,
+    steps: int = PROGRESS_STEPS,
+) -> Iterator[None]:
+    """Stop SQLite work on ``conn`` when ``cancel`` is set or ``time.monotonic()`` passes
+    ``deadline`` (checked every ``steps`` virtual machine steps); raises :class:`Interrupted`
+    then. The one place a progress handler is set."""
+    if cancel is None and deadline is None:
+        yield
+        return
+
+    def stop() -> int:
+        if cancel is not None and cancel.is_set():
+            return 1
+        return 1 if deadline is not None and time.monotonic() > deadline else 0
+
+    conn.set_progress_handler(stop, steps)
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        if "interrupt" in str(exc).lower():
+            raise Interrupted(str(exc)) from None
+        raise
+    finally:
+        conn.set_progress_handler(None, 0)
 
 
 @contextlib.contextmanager

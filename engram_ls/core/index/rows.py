@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
 from engram_ls.core.index.schema import NO_DATE
-from engram_ls.core.index.symbols import char_mask
+from engram_ls.core.index.symbol_match import char_mask
 from engram_ls.core.links import link_key, stem_key
 from engram_ls.core.model import Note
 
@@ -108,6 +108,19 @@ class _ChildRows:
     aliases: list[tuple[Any, ...]] = field(default_factory=list)
     names: list[tuple[Any, ...]] = field(default_factory=list)
     fts: list[tuple[Any, ...]] = field(default_factory=list)
+
+
+_CHILD_INSERTS = {
+    "topics": "INSERT INTO note_topics (topic_id, created_at, note_id, spelling)"
+    " VALUES (?, ?, ?, ?)",
+    "headings": "INSERT OR IGNORE INTO headings (note_id, line, level, text) VALUES (?, ?, ?, ?)",
+    "links": "INSERT INTO links (note_id, line, seq, kind, target, anchor, label, key)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    "aliases": "INSERT OR IGNORE INTO aliases (key, note_id, name) VALUES (?, ?, ?)",
+    "names": "INSERT OR IGNORE INTO names (day, note_id, line, mask, name) VALUES (?, ?, ?, ?, ?)",
+    "fts": "INSERT INTO notes_fts (rowid, title, summary, topics, body) VALUES (?, ?, ?, ?, ?)",
+}
+"""How each list of ``_ChildRows`` is written (one statement per table, in this order)."""
 
 
 class Batch:
@@ -217,42 +230,11 @@ class Batch:
         out.fts.append((note_id, *rows.fts))
 
     def _write_children(self, rows: _ChildRows) -> None:
-        c = self.conn
-        if rows.topics:
-            c.executemany(
-                "INSERT INTO note_topics (topic_id, created_at, note_id, spelling)"
-                " VALUES (?, ?, ?, ?)",
-                rows.topics,
-            )
-        if rows.headings:
-            c.executemany(
-                "INSERT OR IGNORE INTO headings (note_id, line, level, text) VALUES (?, ?, ?, ?)",
-                rows.headings,
-            )
-        if rows.links:
-            c.executemany(
-                "INSERT INTO links (note_id, line, seq, kind, target, anchor, label, key)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                rows.links,
-            )
-        if rows.aliases:
-            c.executemany(
-                "INSERT OR IGNORE INTO aliases (key, note_id, name) VALUES (?, ?, ?)",
-                rows.aliases,
-            )
-        if rows.names:
-            rows.names.sort()  # in key order: fewer pages touched in a large batch
-            c.executemany(
-                "INSERT OR IGNORE INTO names (day, note_id, line, mask, name)"
-                " VALUES (?, ?, ?, ?, ?)",
-                rows.names,
-            )
-        if rows.fts:
-            c.executemany(
-                "INSERT INTO notes_fts (rowid, title, summary, topics, body)"
-                " VALUES (?, ?, ?, ?, ?)",
-                rows.fts,
-            )
+        rows.names.sort()  # in key order: fewer pages touched in a large batch
+        for kind, sql in _CHILD_INSERTS.items():
+            values = getattr(rows, kind)
+            if values:
+                self.conn.executemany(sql, values)
 
     def _clear_children(self, note_id: int) -> None:
         """Delete a note's child rows; before its ``notes`` row changes (``names`` is found

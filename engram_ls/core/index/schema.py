@@ -14,7 +14,7 @@ Layout:
 - ``names``: every name a workspace-symbol search matches: a note's title (line 0) and its
   headings (but those repeating the title, in any case), clustered by the note's date (``''``
   when undated), with ``mask``, the set of characters of the case-folded name as bits
-  (``core.index.symbols.char_mask``), so that a search reads the names of the newest notes in
+  (``core.index.symbol_match.char_mask``), so that a search reads the names of the newest notes in
   date order from one compact range and looks at the text of only those that hold every
   character of the query.
 - ``notes_fts``: FTS5 over title, summary, topics and body (rowid = ``notes.id``).

@@ -14,10 +14,11 @@ import logging
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from engram_ls.core.errors import IndexUnavailable
 from engram_ls.core.index import db
@@ -31,6 +32,7 @@ from engram_ls.core.index.rows import (
 from engram_ls.core.index.schema import DDL, SCHEMA_VERSION
 from engram_ls.core.serialize import NOT_JSON
 
+T = TypeVar("T")
 log = logging.getLogger(__name__)
 OPEN_CHECK_BYTES = 32 * 1024 * 1024
 """Index files up to this size get a full ``PRAGMA quick_check`` every time they are opened
@@ -79,6 +81,8 @@ class Index:
         """Why the last open replaced the file (``corrupt``, ``wal-lost``, ``version``)."""
         self._moved: dict[str, Any] | None = None
         """The copy moved aside by the last replacement, until the new file records it."""
+        self._helper: ThreadPoolExecutor | None = None
+        """The helper thread (``submit``), from its first use until ``close``."""
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -262,14 +266,31 @@ class Index:
             self._local.epoch = self._epoch
         return conn
 
+    def submit(self, fn: Callable[..., T], *args: Any) -> Future[T]:
+        """Run ``fn(*args)`` on the index's helper thread, with a connection of its own
+        (``conn`` there): the second thread of a symbol scan. One thread, started on first
+        use and ended by ``close``, which waits for the work submitted before it."""
+        with self._lock:
+            if self._helper is None:
+                self._helper = ThreadPoolExecutor(
+                    max_workers=1, thread_name_prefix="engram-symbols"
+                )
+            return self._helper.submit(fn, *args)
+
     def close(self) -> None:
-        """Close this thread's connection; every other thread reopens on its next use.
+        """Close this thread's connection (every other thread reopens on its next use) and
+        end the helper thread (``submit`` starts another), after the work it was given
+        (bounded by that work's deadline): nothing of this index runs after ``close``.
 
         A connection is only ever closed by the thread that uses it: closing one that
-        another thread is using can crash the process.
+        another thread is using can crash the process. The helper thread's connection
+        closes as that thread ends.
         """
         with self._lock:
             self._epoch += 1
+            helper, self._helper = self._helper, None
+        if helper is not None:
+            helper.shutdown(wait=True)
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is not None:
             with contextlib.suppress(sqlite3.Error):

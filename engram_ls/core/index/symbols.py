@@ -1,18 +1,5 @@
-"""Workspace symbols from the index: note titles, headings and topics, fuzzy-matched and ranked.
-
-Matching: a name matches when the query's characters occur in it in order (a subsequence),
-case-insensitively (Unicode case folding, checked in Python; the SQL prefilters fold ASCII and
-let any other query character match any one character, so they drop no match, except where
-case folding changes a string's length, e.g. ``ß`` against ``ss``).
-
-Ranking, best first (:func:`rank`):
-
-1. tier: ``0`` exact, ``1`` prefix, ``2`` word start (the query starts right after a
-   character that is neither a letter nor a digit: space, ``-``, ``_``, ``/``, ``(`` ...),
-   ``3`` any other subsequence ("loose" matches);
-2. the more recent note first (its date; undated notes last; a topic is as recent as the
-   newest note using it);
-3. the shorter name first; then name, kind, path and line, so that the order is total.
+"""Workspace symbols from the index: note titles, headings and topics, fuzzy-matched and ranked
+(``symbol_match.py`` has the matching tiers and the ranking).
 
 A heading with the note's own title is not listed again: the note stands for it. An empty
 query lists the most recent notes.
@@ -57,15 +44,33 @@ import contextlib
 import json
 import sqlite3
 import threading
-import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future
 from itertools import pairwise
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
-SymbolKind = Literal["note", "heading", "topic"]
+from engram_ls.core.index import db
+from engram_ls.core.index.symbol_match import (
+    EXACT,
+    FTS_MIN_CHARS,
+    FUZZY,
+    PREFIX,
+    TIERS,
+    WORD,
+    Patterns,
+    Rank,
+    SymbolHit,
+    char_mask,
+    day_number,
+    fts_phrase,
+    match_tier,
+    normalize,
+    tier_of,
+)
+
+if TYPE_CHECKING:
+    from engram_ls.core.index.store import Index
 
 MAX_QUERY_CHARS = 256
 """Longer queries match nothing (no name is that long in practice; it bounds the patterns)."""
@@ -84,9 +89,6 @@ SMALL_VAULT = 2 * PROBE_NOTES
 """Vaults up to this many notes are read whole by one scan."""
 FTS_MAX_NOTES = 6000
 """Full-text candidates are read up to this many notes (about 2 µs a note)."""
-FTS_MIN_CHARS = 3
-"""Queries shorter than this are searched among the newest notes; a shorter last word is
-left out of a full-text phrase (a short prefix merges too many terms)."""
 SCAN_MAX = 20_000
 """Rows one scan of a table returns at most."""
 SPLIT_MIN_NOTES = 5000
@@ -94,190 +96,13 @@ SPLIT_MIN_NOTES = 5000
 SCAN_CHUNKS = 8
 """Note id ranges that two threads scanning the headings take in turn."""
 PROGRESS_STEPS = 100_000
-"""SQLite virtual machine steps between two checks for cancellation and the deadline."""
-TOPIC_READ_BYTES = 65_536
-"""How much of a note is read to find the line naming a topic."""
-
-EXACT, PREFIX, WORD, FUZZY = 0, 1, 2, 3
-TIERS = (EXACT, PREFIX, WORD, FUZZY)
-_KIND_ORDER: dict[str, int] = {"note": 0, "heading": 1, "topic": 2}
+"""SQLite virtual machine steps between two checks for cancellation and the deadline: rarely
+(about every half millisecond), as each check takes the GIL, which a scan running on a second
+thread would otherwise wait for."""
 
 Row = tuple[int, int, str, str | None, str, str]
 """(note id, line — 0 for the title —, name, note date, note title, note path)."""
-Rank = tuple[int, int, int, str, int, str, int]
 _COLS = "n.created_at, n.title, n.path"
-
-
-@dataclass(frozen=True, slots=True)
-class SymbolHit:
-    """One matching name."""
-
-    kind: SymbolKind
-    name: str
-    path: str
-    """Vault-relative path of the note; for a topic, of the newest note using it ('' until
-    resolved by the caller)."""
-    line: int
-    """1-based line of a heading (or of a topic in ``path``); 0 for a whole note."""
-    container: str | None
-    """A heading's note title, a note's folder, a topic's note count."""
-    tier: int
-    day: str | None
-    """Date of the note (of a topic's newest note), ``YYYY-MM-DD``; None when undated."""
-    ref: int = 0
-    """Note id (topic id for a topic): identity within one index."""
-
-    def at(self, path: str, line: int) -> SymbolHit:
-        """The same hit at another place (a topic, once its note is known)."""
-        return replace(self, path=path, line=line)
-
-    @property
-    def rank(self) -> Rank:
-        """Sort key: smaller is better; comparable across vaults."""
-        return rank(self.tier, self.day, self.name, self.kind, self.path, self.line)
-
-
-def rank(tier: int, day: str | None, name: str, kind: str, path: str, line: int) -> Rank:
-    return (tier, -day_number(day), len(name), name.casefold(), _KIND_ORDER[kind], path, line)
-
-
-def day_number(day: str | None) -> int:
-    """``2024-03-05`` → 20240305; undated (or unreadable) → 0, i.e. oldest."""
-    if not day:
-        return 0
-    digits = day[:10].replace("-", "")
-    return int(digits) if digits.isdigit() else 0
-
-
-# -- matching ----------------------------------------------------------------------------------
-
-
-def normalize(query: str) -> str:
-    """The folded query that names are matched against ('' means: list recent notes)."""
-    return query.strip().casefold()
-
-
-def match_tier(name: str, folded_query: str) -> int | None:
-    """The tier of ``name`` for a folded, non-empty query, or None when it does not match."""
-    return _tier(name.casefold(), folded_query)
-
-
-def _tier(text: str, q: str) -> int | None:
-    if text == q:
-        return EXACT
-    if text.startswith(q):
-        return PREFIX
-    at = text.find(q, 1)
-    while at != -1:
-        if not text[at - 1].isalnum():
-            return WORD
-        at = text.find(q, at + 1)
-    return FUZZY if is_subsequence(q, text) else None
-
-
-def is_subsequence(small: str, big: str) -> bool:
-    pos = 0
-    for ch in small:
-        pos = big.find(ch, pos)
-        if pos < 0:
-            return False
-        pos += 1
-    return True
-
-
-def _mask_bit(ch: str) -> int:
-    """Bit of one character in a :func:`char_mask`: ``a``-``z`` 0-25, ``0``-``9`` 26-35, space
-    36, other ASCII characters 37-44, any other character 45-62 (several share a bit)."""
-    o = ord(ch)
-    if 97 <= o <= 122:
-        return o - 97
-    if 48 <= o <= 57:
-        return o - 48 + 26
-    if o == 32:
-        return 36
-    if o < 128:
-        return 37 + o % 8
-    return 45 + o % 18
-
-
-_MASK_BITS = {chr(o): 1 << _mask_bit(chr(o)) for o in range(128)}
-
-
-def char_mask(folded: str) -> int:
-    """The characters of ``folded`` (a case-folded name or query) as a set of bits: a name
-    can match a query (any tier: every tier is a subsequence of the folded name) only when
-    its mask holds every bit of the query's. Stored in the index (``names.mask``): changing
-    the bits means a new schema version."""
-    if folded.isascii():  # the usual case, and the cheapest (a build computes ~6 a note)
-        return sum(set(map(_MASK_BITS.__getitem__, folded)))  # distinct bits: sum = or
-    mask = 0
-    get = _MASK_BITS.get
-    for ch in set(folded):
-        bit = get(ch)
-        mask |= bit if bit is not None else 1 << _mask_bit(ch)
-    return mask
-
-
-def _like_char(ch: str) -> str:
-    if ch in "%_\\":
-        return "\\" + ch
-    # LIKE folds ASCII only: another character may differ in case, so it matches any one
-    # character here and Python checks the real match.
-    return ch if ch.isascii() else "_"
-
-
-@dataclass(frozen=True, slots=True)
-class Patterns:
-    """LIKE patterns of a query, one per tier: each matches a superset of the names of its
-    tier and of every better tier."""
-
-    exact: str
-    prefix: str
-    substring: str
-    subsequence: str
-    escape: str
-    """`` ESCAPE '\\'`` when the query has a LIKE wildcard or a backslash, else ''."""
-
-    @classmethod
-    def of(cls, query: str) -> Patterns:
-        raw = query.strip()
-        chars = [_like_char(c) for c in raw]
-        body = "".join(chars)
-        escape = " ESCAPE '\\'" if any(c in "%_\\" for c in raw) else ""
-        return cls(body, body + "%", "%" + body + "%", "%" + "%".join(chars) + "%", escape)
-
-    def for_tier(self, tier: int) -> str:
-        return (self.exact, self.prefix, self.substring, self.subsequence)[tier]
-
-
-def fts_phrase(query: str) -> str | None:
-    """An FTS5 phrase matching every text in which ``query`` starts at a word (the text's
-    words are a superset), or None when the full-text index cannot help.
-
-    The query must start with a letter or digit. Its words become the phrase; the last one is
-    a prefix unless the query ends after it, and is left out when it is shorter than
-    :data:`FTS_MIN_CHARS` (a short prefix merges too many terms)."""
-    raw = query.strip()
-    if not raw or not raw[0].isalnum():
-        return None
-    words: list[str] = []
-    current: list[str] = []
-    for ch in raw:
-        if ch.isalnum():
-            current.append(ch)
-        elif current:
-            words.append("".join(current))
-            current = []
-    prefix = bool(current)
-    if current:
-        words.append("".join(current))
-    if prefix and len(words[-1]) < FTS_MIN_CHARS:
-        words.pop()
-        prefix = False
-    if not words or sum(len(w) for w in words) < FTS_MIN_CHARS:
-        return None
-    return '"' + " ".join(words) + '"' + (" *" if prefix else "")
-
 
 # -- a second connection for scans -------------------------------------------------------------
 
@@ -294,35 +119,21 @@ def generation(conn: sqlite3.Connection) -> int:
     return int(row[0]) if row and row[0] is not None else 0
 
 
-_helper: ThreadPoolExecutor | None = None
-_helper_lock = threading.Lock()
-
-
 def second_thread(
-    connect: Callable[[], sqlite3.Connection],
+    index: Index,
     cancel: threading.Event | None = None,
     deadline: float | None = None,
 ) -> Runner:
-    """A :data:`Runner` on one shared helper thread; ``connect`` gives that thread's
-    connection (e.g. ``Index.conn``, which is per thread)."""
-    global _helper
-    with _helper_lock:
-        if _helper is None:
-            _helper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="engram-symbols")
-        pool = _helper
+    """A :data:`Runner` on the index's helper thread (``Index.submit``: its lifetime is the
+    index's), which reads with its own connection (``Index.conn`` is per thread)."""
 
     def work(job: Job) -> tuple[int, list[tuple[int, list[Row]]]]:
-        conn = connect()
-        with interruptible(conn, cancel, deadline):
-            conn.execute("BEGIN")
-            try:
-                return generation(conn), job(conn)
-            finally:
-                with contextlib.suppress(sqlite3.Error):
-                    conn.execute("COMMIT")
+        conn = index.conn()
+        with db.interruptible(conn, cancel, deadline, PROGRESS_STEPS), db.read_tx(conn):
+            return generation(conn), job(conn)
 
     def submit(job: Job) -> Future[tuple[int, list[tuple[int, list[Row]]]]]:
-        return pool.submit(work, job)
+        return index.submit(work, job)
 
     return submit
 
@@ -519,7 +330,7 @@ class SymbolSearch:
         folded = name.casefold()
         if line and folded == title.casefold():
             return None  # the note's title as its heading: the note stands for it
-        tier = _tier(folded, self.q)
+        tier = tier_of(folded, self.q)
         if tier is None:
             return None
         d = self._days.get(day)
@@ -848,78 +659,11 @@ def topic_note(conn: sqlite3.Connection, topic_id: int) -> str | None:
     return str(row[0]) if row else None
 
 
-def topic_line(text: str, topic: str) -> int:
-    """1-based line where a note names a topic: a frontmatter line holding it as a whole
-    item, else an inline ``#topic``; 1 (the frontmatter) when neither is found."""
-    want = topic.casefold()
-    lines = text.split("\n")
-    in_front = bool(lines) and lines[0].strip() == "---"
-    for i, line in enumerate(lines):
-        if i and in_front and line.strip() in ("---", "..."):
-            in_front = False
-            continue
-        folded = line.casefold()
-        start = folded.find(want)
-        while start != -1:
-            end = start + len(want)
-            before = folded[start - 1] if start else " "
-            after = folded[end] if end < len(folded) else " "
-            whole = not after.isalnum() and after not in "-_/"
-            if whole and (before == "#" or (in_front and not before.isalnum())):
-                return i + 1
-            start = folded.find(want, start + 1)
-    return 1
-
-
-# -- deadlines -------------------------------------------------------------------------------
-
-
-class Interrupted(Exception):
-    """The request was cancelled or ran past its deadline."""
-
-
-@contextlib.contextmanager
-def interruptible(
-    conn: sqlite3.Connection, cancel: threading.Event | None, deadline: float | None
-) -> Iterator[None]:
-    """Stop SQLite work when ``cancel`` is set or ``time.monotonic()`` passes ``deadline``;
-    raises :class:`Interrupted` then."""
-
-    if cancel is None and deadline is None:
-        yield
-        return
-
-    def stop() -> int:
-        if cancel is not None and cancel.is_set():
-            return 1
-        return 1 if deadline is not None and time.monotonic() > deadline else 0
-
-    # Rarely (about every half millisecond): each call takes the GIL, which a scan running
-    # on a second thread would otherwise wait for.
-    conn.set_progress_handler(stop, PROGRESS_STEPS)
-    try:
-        yield
-    except sqlite3.OperationalError as exc:
-        if "interrupt" in str(exc).lower():
-            raise Interrupted(str(exc)) from None
-        raise
-    finally:
-        conn.set_progress_handler(None, 0)
-
-
 __all__ = [
-    "Interrupted",
-    "Patterns",
-    "SymbolHit",
+    "Job",
+    "Row",
+    "Runner",
     "SymbolSearch",
-    "char_mask",
-    "day_number",
-    "fts_phrase",
-    "interruptible",
-    "match_tier",
-    "normalize",
-    "rank",
     "second_thread",
-    "topic_line",
     "topic_note",
 ]

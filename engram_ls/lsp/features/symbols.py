@@ -40,7 +40,7 @@ from lsprotocol import types
 
 from engram_ls.core.config import EngramConfig
 from engram_ls.core.errors import EngramError
-from engram_ls.core.index.symbols import SymbolHit
+from engram_ls.core.index.symbol_match import SymbolHit
 from engram_ls.core.model import Heading
 from engram_ls.core.parse import parse_note
 from engram_ls.lsp import convert
