@@ -312,7 +312,7 @@ def cmd_librarian(args: argparse.Namespace) -> int:
     reindexed = _reindex_after(librarian, report, args.index) if args.apply else False
     if args.json:
         _print_json(
-            {"vault": str(librarian.vault.root), **report.to_dict(), "reindexed": reindexed}
+            {"vault": str(librarian.vault.root), **json_value(report), "reindexed": reindexed}
         )
     else:
         _print_librarian(report)

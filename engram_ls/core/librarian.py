@@ -18,14 +18,15 @@ import os
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from engram_ls.core.config import EngramConfig, load_config
 from engram_ls.core.errors import EngramError, InvalidRequest, LimitExceeded, NotFound
 from engram_ls.core.parse import parse_note
+from engram_ls.core.serialize import OMIT_EMPTY, rounded
 from engram_ls.core.topic_edit import BINARY_SNIFF_BYTES, TopicEdit, add_topics_edit, clean_topic
 from engram_ls.core.vault import Vault
 
@@ -229,22 +230,12 @@ class NoteOutcome:
 
     path: str
     status: NoteStatus
-    topics: tuple[str, ...] = ()
+    topics: tuple[str, ...] = field(default=(), metadata=OMIT_EMPTY)
     """Topics the note gains (planned or applied)."""
-    message: str | None = None
+    message: str | None = field(default=None, metadata=OMIT_EMPTY)
     """Why a note was skipped, failed or quarantined."""
-    moved_to: str | None = None
+    moved_to: str | None = field(default=None, metadata=OMIT_EMPTY)
     """Quarantine: the vault-relative path the note was (or would be) moved to."""
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"path": self.path, "status": self.status}
-        if self.topics:
-            out["topics"] = list(self.topics)
-        if self.message is not None:
-            out["message"] = self.message
-        if self.moved_to is not None:
-            out["moved_to"] = self.moved_to
-        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,41 +248,28 @@ class LibrarianReport:
     """Notes read."""
     unchanged: int
     """Notes with nothing to add."""
+    topics_added: int = field(init=False)
+    """Topics planned (dry run) or written (apply)."""
+    counts: dict[str, int] = field(init=False)
+    """Notes per status (every status present, zero when none)."""
     quarantine: str | None
     """The vault-relative quarantine folder, when one was given."""
     notes: tuple[NoteOutcome, ...] = ()
     """The notes that gain topics, were skipped, failed or quarantined, by path."""
-    elapsed_s: float = 0.0
+    elapsed_s: float = field(default=0.0, metadata=rounded(3))
     """Wall time of the run."""
 
-    @property
-    def counts(self) -> dict[str, int]:
-        """Notes per status (every status present, zero when none)."""
+    def __post_init__(self) -> None:
         counts: dict[str, int] = dict.fromkeys(STATUSES, 0)
         for note in self.notes:
             counts[note.status] += 1
-        return counts
-
-    @property
-    def topics_added(self) -> int:
-        """Topics planned (dry run) or written (apply)."""
         wanted = "applied" if self.apply else "planned"
-        return sum(len(n.topics) for n in self.notes if n.status == wanted)
+        added = sum(len(n.topics) for n in self.notes if n.status == wanted)
+        object.__setattr__(self, "counts", counts)
+        object.__setattr__(self, "topics_added", added)
 
     def paths(self, *statuses: NoteStatus) -> list[str]:
         return [n.path for n in self.notes if n.status in statuses]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "apply": self.apply,
-            "scanned": self.scanned,
-            "unchanged": self.unchanged,
-            "topics_added": self.topics_added,
-            "counts": dict(self.counts),
-            "quarantine": self.quarantine,
-            "notes": [n.to_dict() for n in self.notes],
-            "elapsed_s": round(self.elapsed_s, 3),
-        }
 
 
 class Librarian:

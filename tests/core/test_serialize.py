@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from engram_ls.core.index.store import IndexStatus
+from engram_ls.core.librarian import LibrarianReport, NoteOutcome
 from engram_ls.core.search import IndexInfo, SearchHit, SearchResponse
 from engram_ls.core.serialize import json_value
 from engram_ls.core.service import Indexed, TopicCount
@@ -84,6 +85,50 @@ CASES = [
             "moved_aside": {"path": "x"},
         },
         id="status-without-fingerprint",
+    ),
+    pytest.param(
+        NoteOutcome("a.md", "planned", ("x",)),
+        {"path": "a.md", "status": "planned", "topics": ["x"]},
+        id="note-outcome-without-message",
+    ),
+    pytest.param(
+        NoteOutcome("b.md", "quarantined", message="binary", moved_to="q/b.md"),
+        {"path": "b.md", "status": "quarantined", "message": "binary", "moved_to": "q/b.md"},
+        id="note-outcome-without-topics",
+    ),
+    pytest.param(
+        LibrarianReport(
+            False,
+            4,
+            2,
+            None,
+            (
+                NoteOutcome("a.md", "planned", ("x", "y")),
+                NoteOutcome("c.md", "failed", message="m"),
+            ),
+            0.123456,
+        ),
+        {
+            "apply": False,
+            "scanned": 4,
+            "unchanged": 2,
+            "topics_added": 2,
+            "counts": {
+                "planned": 1,
+                "applied": 0,
+                "skipped-changed": 0,
+                "failed": 1,
+                "quarantine-planned": 0,
+                "quarantined": 0,
+            },
+            "quarantine": None,
+            "notes": [
+                {"path": "a.md", "status": "planned", "topics": ["x", "y"]},
+                {"path": "c.md", "status": "failed", "message": "m"},
+            ],
+            "elapsed_s": 0.123,
+        },
+        id="librarian-report",
     ),
     pytest.param(TopicCount("sqlite", 9), {"name": "sqlite", "notes": 9}, id="topic"),
     pytest.param(
