@@ -50,6 +50,7 @@ def _notes(root: Path) -> list[str]:
 # -- SIGKILL during a batch update ------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_sigkill_during_batch_update(generated: Callable[..., Path], tmp_path: Path) -> None:
     """A process killed inside ``apply_changes`` leaves the index exactly as before the batch
     (one transaction), and the next reconcile brings it to the vault's state."""
@@ -96,6 +97,7 @@ def test_sigkill_during_batch_update(generated: Callable[..., Path], tmp_path: P
 # -- SIGKILL during engram librarian --apply --------------------------------------------------
 
 
+@pytest.mark.slow
 def test_sigkill_during_librarian_apply(generated: Callable[..., Path], tmp_path: Path) -> None:
     """Every note is its old bytes or its fully edited bytes, never a part; running again
     finishes the job; the index then equals a fresh build."""
