@@ -23,6 +23,7 @@ from lsprotocol import types
 
 from engram_ls.core.errors import IndexUnavailable
 from engram_ls.core.service import Engram
+from tests.conftest import engram_in_process
 from tests.lsp.conftest import request, search, wait_ready
 from tests.reliability.helpers import (
     IS_ROOT,
@@ -178,7 +179,10 @@ async def test_write_lock_held_longer_than_busy_timeout(
         # Status says what searches do: not "ready" while the index misses the save.
         st = (await request(client, "engram/status", {}))["vaults"][0]
         assert st["state"] == "stale" and not st["building"]
-        cli = engram_cli("search", "--vault", str(root), "--json", "--tag", "locked", env=BUSY_ENV)
+        # in this process: a CLI process starting up under load could outlast the lock
+        cli = engram_in_process(
+            "search", "--vault", str(root), "--json", "--tag", "locked", env=BUSY_ENV
+        )
         assert cli.returncode == 0, cli.stderr
         assert '"during-lock.md"' in cli.stdout and '"scan"' in cli.stdout
         assert time.monotonic() - t0 < 4, "answers waited for the lock to go"
@@ -207,7 +211,10 @@ async def test_exclusive_lock_blocks_even_readers(
     locker = child("lock", str(idx), "4", "exclusive")
     await _locked(locker)
     t0 = time.monotonic()
-    cli = engram_cli("search", "--vault", str(root), "--json", "--tag", "python", env=BUSY_ENV)
+    # in this process: a CLI process starting up under load could outlast the lock
+    cli = engram_in_process(
+        "search", "--vault", str(root), "--json", "--tag", "python", env=BUSY_ENV
+    )
     assert cli.returncode == 0, cli.stderr
     assert '"served_by": "scan"' in cli.stdout and '"total": 4' in cli.stdout
     async with lsp_session([root], "neovim", BUSY_ENV) as client:
