@@ -20,6 +20,17 @@ REAL_VAULT = SHARED_VAULTS / "dwarvesf-brain"
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A ``serial`` test measures time, which other tests running beside it would distort: on a
+    pytest-xdist worker it is skipped with the way to run it (scripts/test.sh does, after)."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    skip = pytest.mark.skip(reason="serial: runs alone, with `pytest -n 0 -m serial`")
+    for item in items:
+        if item.get_closest_marker("serial") is not None:
+            item.add_marker(skip)
+
+
 def copy_tree(src: Path, dest: Path) -> Path:
     """Copy a vault for a test to change; the copy is writable even if the source is not."""
     shutil.copytree(src, dest, symlinks=True, ignore=shutil.ignore_patterns("index.sqlite*"))

@@ -217,6 +217,7 @@ def _processes_with_env(marker: bytes) -> list[int]:
     return found
 
 
+@pytest.mark.serial
 @pytest.mark.slow
 def test_killed_build_resumes_to_identical_index(
     generated: Callable[..., Path], tmp_path: Path

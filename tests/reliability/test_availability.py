@@ -109,6 +109,7 @@ def _no_index(tmp_path: Path) -> str:
     return str(blocker / "index.sqlite")
 
 
+@pytest.mark.serial
 @pytest.mark.slow
 async def test_lsp_search_past_its_deadline_is_engram_timeout(
     generated: Callable[..., Path], tmp_path: Path
@@ -129,6 +130,7 @@ async def test_lsp_search_past_its_deadline_is_engram_timeout(
         assert status["vaults"][0]["notes"] == 0  # still serving; the index is unavailable
 
 
+@pytest.mark.serial
 @pytest.mark.slow
 async def test_lsp_search_during_the_first_build_keeps_its_deadline(
     generated: Callable[..., Path],
@@ -162,6 +164,7 @@ def test_every_engram_error_has_a_valid_json_rpc_code(error: type[EngramError]) 
     assert exc.data == {"code": error.code}
 
 
+@pytest.mark.serial
 @pytest.mark.slow
 def test_many_short_words_are_bounded(generated: Callable[..., Path]) -> None:
     root = _built(generated(4000))

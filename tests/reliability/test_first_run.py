@@ -377,7 +377,7 @@ def test_editor_e2e_test_without_chromium_skips_or_fails_under_ci(
     if ci is not None:
         env["CI"] = ci
     proc = subprocess.run(
-        [PY, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", VSCODE_E2E],
+        [PY, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "-n", "0", VSCODE_E2E],
         capture_output=True,
         text=True,
         cwd=REPO,

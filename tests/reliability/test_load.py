@@ -108,6 +108,7 @@ class Writer:
         self.announce("rename", folder, new)
 
 
+@pytest.mark.serial
 @pytest.mark.slow
 async def test_three_front_ends_under_load(generated: Callable[..., Path], tmp_path: Path) -> None:
     root = generated(NOTES)
