@@ -23,3 +23,10 @@ echo "== mypy"
 .venv/bin/mypy
 echo "== pytest"
 .venv/bin/pytest -q -rs -p no:cacheprovider "$@"
+# The serial tests measure time: skipped on the xdist workers above, they run alone here.
+if [[ $# == 0 ]]; then
+  echo "== pytest, the serial tests alone"
+  .venv/bin/pytest -q -rs -p no:cacheprovider -n 0 -m serial
+else
+  echo "test.sh: with arguments the serial tests were skipped; run: .venv/bin/pytest -n 0 -m serial"
+fi

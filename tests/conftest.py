@@ -1,8 +1,12 @@
 from __future__ import annotations
 
+import contextlib
+import io
+import os
 import shutil
+import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -16,6 +20,17 @@ REAL_VAULT = SHARED_VAULTS / "dwarvesf-brain"
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A ``serial`` test measures time, which other tests running beside it would distort: on a
+    pytest-xdist worker it is skipped with the way to run it (scripts/test.sh does, after)."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    skip = pytest.mark.skip(reason="serial: runs alone, with `pytest -n 0 -m serial`")
+    for item in items:
+        if item.get_closest_marker("serial") is not None:
+            item.add_marker(skip)
+
+
 def copy_tree(src: Path, dest: Path) -> Path:
     """Copy a vault for a test to change; the copy is writable even if the source is not."""
     shutil.copytree(src, dest, symlinks=True, ignore=shutil.ignore_patterns("index.sqlite*"))
@@ -23,6 +38,46 @@ def copy_tree(src: Path, dest: Path) -> Path:
         if not path.is_symlink():
             path.chmod(path.stat().st_mode | 0o200)
     return dest
+
+
+@contextlib.contextmanager
+def _environment(cwd: Path | None, env: Mapping[str, str | None]) -> Iterator[None]:
+    """``env`` set (a None value unsets), and ``cwd`` the current folder, for the block."""
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    try:
+        for key, value in env.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        if cwd is not None:
+            os.chdir(cwd)
+        yield
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+
+
+def engram_in_process(
+    *args: str, cwd: Path | None = None, env: Mapping[str, str | None] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``engram ARGS`` by calling ``engram_ls.cli.main`` in this process, its stdout and stderr
+    captured, its exit status what ``main`` returns (or argparse's ``SystemExit``): for the
+    tests where no process behaviour is under test. The entry point, signals, stdin, argv
+    bytes, terminals and a clean stdout of the real process are tested with real processes."""
+    from engram_ls.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    captured = contextlib.redirect_stdout(out), contextlib.redirect_stderr(err)
+    with _environment(cwd, env or {}), captured[0], captured[1]:
+        try:
+            code = main(list(args))
+        except SystemExit as exc:  # argparse: exit 2 after its message on stderr
+            code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+            if isinstance(exc.code, str):
+                err.write(exc.code + "\n")
+    return subprocess.CompletedProcess(["engram", *args], code, out.getvalue(), err.getvalue())
 
 
 @pytest.fixture

@@ -47,6 +47,8 @@ def percentiles(row: dict[str, Any]) -> None:
     assert row["p50_ms"] <= row["p95_ms"] <= row["p99_ms"], row
 
 
+@pytest.mark.serial
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform != "linux", reason="memory figures come from /proc")
 def test_quick_benchmark_reports_every_metric(tmp_path: Path) -> None:
     proc = subprocess.run(

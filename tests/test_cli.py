@@ -1,4 +1,6 @@
-"""The ``engram`` command as a user runs it: a real process, real files, real exit codes."""
+"""The ``engram`` command over real files, with real exit codes: through ``main(argv)`` in this
+process where no process behaviour is under test; as a real process for the entry point's exit
+status, a terminal's progress bar and a quiet stderr when piped."""
 
 from __future__ import annotations
 
@@ -13,11 +15,20 @@ from typing import Any
 import pytest
 
 from engram_ls.cli import build_parser
+from tests.conftest import engram_in_process
 
 
 def engram(
     *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
+    """``engram ARGS`` in this process (no process behaviour is under test where it is used)."""
+    return engram_in_process(*args, cwd=cwd, env=env)
+
+
+def engram_process(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``python -m engram_ls ARGS``: the real entry point in its own process."""
     return subprocess.run(
         [sys.executable, "-m", "engram_ls", *args],
         capture_output=True,
@@ -120,7 +131,7 @@ def test_flag_like_query_after_double_dash(vault_copy: Callable[[str], Path]) ->
 
 
 def test_missing_vault(tmp_path: Path) -> None:
-    proc = engram("index", str(tmp_path / "nope"))
+    proc = engram_process("index", str(tmp_path / "nope"))
     assert proc.returncode == 2 and "ENGRAM_NOT_FOUND" in proc.stderr
 
 
@@ -166,5 +177,5 @@ def test_progress_bar_on_a_terminal(generated: Callable[..., Path]) -> None:
 
 def test_no_progress_bar_when_piped(generated: Callable[..., Path]) -> None:
     root = generated(600)
-    proc = engram("index", str(root))
+    proc = engram_process("index", str(root))
     assert proc.returncode == 0 and proc.stderr == ""

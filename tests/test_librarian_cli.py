@@ -1,12 +1,10 @@
-"""``engram librarian`` as a user runs it: a real process over real files."""
+"""``engram librarian`` over real files, through ``main(argv)`` in this process."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,7 +14,7 @@ import pytest
 from engram_ls.core.config import load_config
 from engram_ls.core.librarian import Librarian
 from engram_ls.core.parse import parse_note
-from tests.conftest import REAL_VAULT
+from tests.conftest import REAL_VAULT, engram_in_process
 from tests.reliability.oracle import snapshot
 
 KEYWORDS = """\
@@ -29,14 +27,8 @@ keyword_topics:
 
 
 def engram(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "engram_ls", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env={k: v for k, v in os.environ.items() if k not in ("ENGRAM_VAULT", "ENGRAM_INDEX")},
-        timeout=120,
-    )
+    """``engram ARGS`` in this process (``main(argv)``), without a vault from the environment."""
+    return engram_in_process(*args, cwd=cwd, env={"ENGRAM_VAULT": None, "ENGRAM_INDEX": None})
 
 
 @pytest.fixture

@@ -217,6 +217,8 @@ def _processes_with_env(marker: bytes) -> list[int]:
     return found
 
 
+@pytest.mark.serial
+@pytest.mark.slow
 def test_killed_build_resumes_to_identical_index(
     generated: Callable[..., Path], tmp_path: Path
 ) -> None:
@@ -263,6 +265,7 @@ def test_killed_build_resumes_to_identical_index(
     assert dump(idx) == fresh_dump(root, tmp_path)
 
 
+@pytest.mark.slow
 def test_parallel_build_equals_serial(generated: Callable[..., Path], tmp_path: Path) -> None:
     root = generated(3500)
     a, b = tmp_path / "a.sqlite", tmp_path / "b.sqlite"

@@ -25,6 +25,8 @@ import pytest
 from tests.conftest import EXAMPLE, copy_tree
 from tests.editors import needs
 
+pytestmark = pytest.mark.slow  # a real editor end to end
+
 ROOT = Path(__file__).resolve().parents[2]
 PLUGIN = ROOT / "editors" / "nvim"
 SCRIPTS = Path(__file__).resolve().parent / "nvim"

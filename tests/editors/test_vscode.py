@@ -22,6 +22,8 @@ import pytest
 
 from tests.editors import needs
 
+pytestmark = pytest.mark.slow  # a real editor end to end
+
 ROOT = Path(__file__).resolve().parents[2]
 EXT = ROOT / "editors" / "vscode"
 CODE_SERVER = EXT / ".e2e" / "code-server" / "node_modules" / ".bin" / "code-server"

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import sys
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
@@ -98,9 +102,25 @@ def paths(result: dict[str, Any]) -> list[str]:
     return sorted(r["path"] for r in result["results"])
 
 
-@pytest.fixture(params=PRESETS)
-def preset(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """``preset``: both client presets for a test marked ``presets`` (watching, file operations
+    and position encoding differ between them); one preset for every other test, whose
+    behaviour is the same under both."""
+    if "preset" not in metafunc.fixturenames or _parametrized(metafunc, "preset"):
+        return
+    both = metafunc.definition.get_closest_marker("presets") is not None
+    metafunc.parametrize("preset", PRESETS if both else PRESETS[:1])
+
+
+def _parametrized(metafunc: pytest.Metafunc, name: str) -> bool:
+    """The test parametrizes ``name`` itself (``@pytest.mark.parametrize``)."""
+    return any(name in _names(m.args[0]) for m in metafunc.definition.iter_markers("parametrize"))
+
+
+def _names(argnames: str | list[str] | tuple[str, ...]) -> list[str]:
+    if isinstance(argnames, str):
+        return [n.strip() for n in argnames.split(",")]
+    return list(argnames)
 
 
 @pytest.fixture
@@ -123,3 +143,53 @@ async def client(lsp_client: LanguageClient) -> AsyncIterator[LanguageClient]:
     """A started server process; each test initializes it with its own folders."""
     yield lsp_client
     await lsp_client.shutdown_session()
+
+
+@contextlib.asynccontextmanager
+async def lsp_session(
+    roots: list[Path],
+    preset: str = "neovim",
+    env: dict[str, str] | None = None,
+    options: dict[str, Any] | None = None,
+) -> AsyncIterator[LanguageClient]:
+    """A real ``engram-ls`` process, initialized with ``roots`` (and ``initializationOptions``);
+    shut down (or killed) after."""
+    config = ClientServerConfig(
+        server_command=SERVER, client_factory=make_client, server_env={**os.environ, **(env or {})}
+    )
+    client: Any = await config.start()
+    try:
+        await start(client, roots, preset, options)
+        yield client
+        await asyncio.wait_for(client.shutdown_session(), 30)
+    finally:
+        proc = getattr(client, "_server", None)
+        if proc is not None and proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()  # the test failed before a clean shutdown: ours, by its pid
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(client.stop(), 30)
+
+
+@dataclass(frozen=True)
+class Shared:
+    """A server shared by the tests of a module, over its own copy of a fixture vault."""
+
+    client: LanguageClient
+    root: Path
+
+
+def shared_server(src: Path, name: str, preset: str = PRESETS[0]) -> Any:
+    """A module-scoped fixture: one ``engram-ls`` over a copy of ``src`` (named ``name``),
+    built, for the tests of a module that only read (they open unsaved buffers and close
+    them; none writes a file or changes settings). Its tests run in the module's event loop:
+    mark them ``@pytest.mark.asyncio(loop_scope="module")``."""
+
+    @pytest_asyncio.fixture(scope="module", loop_scope="module")
+    async def fixture(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Shared]:
+        root = copy_tree(src, tmp_path_factory.mktemp(f"shared-{name}") / name)
+        async with lsp_session([root], preset) as client:
+            await wait_ready(client)
+            yield Shared(client, root)
+
+    return fixture

@@ -14,9 +14,11 @@ from engram_ls.core.config import EngramConfig
 from engram_ls.lsp.document import locate
 from engram_ls.lsp.features.topics import find_slot, render
 from tests.conftest import DATA
-from tests.lsp.conftest import start, wait_ready
+from tests.lsp.conftest import Shared, shared_server, start, wait_ready
 
 TIMEOUT = 30
+
+tags = shared_server(DATA / "tags", "tags")  # the tests that only read share it
 
 
 def units(text: str, preset: str) -> int:
@@ -91,6 +93,7 @@ def edit_of(item: types.CompletionItem) -> types.TextEdit:
     return item.text_edit
 
 
+@pytest.mark.presets
 async def test_completion_styles(
     client: LanguageClient, preset: str, copy: Callable[[Path, str], Path]
 ) -> None:
@@ -161,21 +164,15 @@ async def test_completion_styles(
         pytest.param("---\ntags: [a]\n---\nissue#py|\n", id="hash-inside-word"),
     ],
 )
-async def test_no_completion_elsewhere(
-    client: LanguageClient, copy: Callable[[Path, str], Path], marked: str
-) -> None:
-    root = copy(DATA / "tags", "tags")
-    await start(client, [root], "visual-studio-code")
-    await wait_ready(client)
+@pytest.mark.asyncio(loop_scope="module")
+async def test_no_completion_elsewhere(tags: Shared, marked: str) -> None:
+    client, root = tags.client, tags.root
     assert await complete(client, root, marked, "visual-studio-code") is None
 
 
-async def test_link_anchor_gets_headings_not_topics(
-    client: LanguageClient, copy: Callable[[Path, str], Path]
-) -> None:
-    root = copy(DATA / "tags", "tags")
-    await start(client, [root], "visual-studio-code")
-    await wait_ready(client)
+@pytest.mark.asyncio(loop_scope="module")
+async def test_link_anchor_gets_headings_not_topics(tags: Shared) -> None:
+    client, root = tags.client, tags.root
     marked = "---\ntags: [a]\n---\n# Python notes\n[link](#py|)\n"
     assert labels(await complete(client, root, marked, "visual-studio-code")) == ["Python notes"]
 
@@ -192,14 +189,11 @@ async def test_no_completion_outside_vaults(
     assert await complete(client, root, "tags: [py|]\n", "neovim", name="x.txt") is None
 
 
-async def test_empty_value_waits_for_typing(
-    client: LanguageClient, copy: Callable[[Path, str], Path]
-) -> None:
+@pytest.mark.asyncio(loop_scope="module")
+async def test_empty_value_waits_for_typing(tags: Shared) -> None:
     """``tags: `` then Enter starts a block list: typing the space does not pop a list up,
     but asking explicitly does."""
-    root = copy(DATA / "tags", "tags")
-    await start(client, [root], "visual-studio-code")
-    await wait_ready(client)
+    client, root = tags.client, tags.root
     marked = "---\ntags: |\n---\n"
     assert await complete(client, root, marked, "visual-studio-code", trigger=" ") is None
     result = await complete(client, root, marked, "visual-studio-code")

@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
@@ -143,6 +144,7 @@ async def test_other_problems(client: LanguageClient, copy: Callable[[Path, str]
     assert 1 <= found[0].range.start.line <= 3
 
 
+@pytest.mark.presets
 async def test_file_encoding_checked_on_open_and_save(
     client: LanguageClient, preset: str, copy: Callable[[Path, str], Path]
 ) -> None:

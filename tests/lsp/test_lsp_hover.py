@@ -6,14 +6,17 @@ import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from tests.conftest import DATA, EXAMPLE
-from tests.lsp.conftest import start, wait_ready
+from tests.lsp.conftest import PRESETS, Shared, shared_server, start, wait_ready
 from tests.lsp.test_lsp_completion import cursor, open_doc, units
 
 TIMEOUT = 30
+
+tags = shared_server(DATA / "tags", "tags")  # the tests that only read share it
 
 
 async def hover(
@@ -44,12 +47,9 @@ def markdown(result: types.Hover | None) -> str:
     return result.contents.value
 
 
-async def test_hover_on_topics(
-    client: LanguageClient, preset: str, copy: Callable[[Path, str], Path]
-) -> None:
-    root = copy(DATA / "tags", "tags")
-    await start(client, [root], preset)
-    await wait_ready(client)
+@pytest.mark.asyncio(loop_scope="module")
+async def test_hover_on_topics(tags: Shared) -> None:
+    client, root, preset = tags.client, tags.root, PRESETS[0]
 
     flow = await hover(client, root, "---\ntags: [memory, pyt|hon]\n---\n", preset)
     text = markdown(flow)
@@ -79,12 +79,9 @@ async def test_hover_on_topics(
     assert "no note" in unused
 
 
-async def test_no_hover_elsewhere(
-    client: LanguageClient, copy: Callable[[Path, str], Path]
-) -> None:
-    root = copy(DATA / "tags", "tags")
-    await start(client, [root], "neovim")
-    await wait_ready(client)
+@pytest.mark.asyncio(loop_scope="module")
+async def test_no_hover_elsewhere(tags: Shared) -> None:
+    client, root = tags.client, tags.root
     for marked in [
         "---\ntitle: pyt|hon\ntags: [python]\n---\n",
         "---\ntags: [python]\n---\nplain pyt|hon text\n",
@@ -93,7 +90,7 @@ async def test_no_hover_elsewhere(
         "---\ntags: [python]\n---\nthe colour #ff8|800\n",
         "---\ntags: [python]\n-|--\n",
     ]:
-        assert await hover(client, root, marked, "neovim") is None, marked
+        assert await hover(client, root, marked, PRESETS[0]) is None, marked
 
 
 async def test_hover_in_example_vault(

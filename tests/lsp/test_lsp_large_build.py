@@ -9,12 +9,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from pytest_lsp import LanguageClient
 
 from engram_ls.core.sync import PARALLEL_MIN
 from tests.lsp.conftest import search, start, wait_ready
 
 
+@pytest.mark.slow
 async def test_first_build_with_worker_processes(
     client: LanguageClient, generated: Callable[..., Path]
 ) -> None:

@@ -106,6 +106,7 @@ def inserted(result: types.CompletionList, marked: str, preset: str) -> dict[str
     return out
 
 
+@pytest.mark.presets
 async def test_link_completion(
     client: LanguageClient, preset: str, copy: Callable[[Path, str], Path]
 ) -> None:
@@ -148,6 +149,7 @@ async def test_link_completion(
         assert result.items == []
 
 
+@pytest.mark.presets
 async def test_definition_and_hover(
     client: LanguageClient, preset: str, copy: Callable[[Path, str], Path]
 ) -> None:
@@ -199,6 +201,7 @@ async def test_definition_and_hover(
     assert hover.range.start.character == units(before[:-4], preset)
 
 
+@pytest.mark.presets
 async def test_references(
     client: LanguageClient, preset: str, copy: Callable[[Path, str], Path]
 ) -> None:
@@ -250,6 +253,7 @@ async def test_references(
     assert sorted(Path(loc.uri).name for loc in found) == ["delta.md", "index.md", "index.md"]
 
 
+@pytest.mark.presets
 async def test_diagnostics_and_create_note(
     client: LanguageClient, preset: str, copy: Callable[[Path, str], Path]
 ) -> None:
@@ -344,6 +348,7 @@ def types_uri_path(uri: str) -> str:
     return unquote(urlparse(uri).path)
 
 
+@pytest.mark.presets
 async def test_will_rename_note_and_folder(
     client: LanguageClient, preset: str, copy: Callable[[Path, str], Path]
 ) -> None:

@@ -14,7 +14,9 @@ from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
 
 from tests.conftest import DATA, EXAMPLE, REAL_VAULT
-from tests.lsp.conftest import paths, request, search, start, wait_ready
+from tests.lsp.conftest import Shared, paths, request, search, shared_server, start, wait_ready
+
+tags = shared_server(DATA / "tags", "tags")
 
 
 async def test_search_and_status(
@@ -47,12 +49,11 @@ async def test_search_and_status(
         pytest.param({"query": "(", "mode": "regex"}, "ENGRAM_INVALID_REQUEST", id="regex"),
     ],
 )
-async def test_bad_requests_are_invalid_params(
-    client: LanguageClient, preset: str, copy: Callable[[Path, str], Path], params: dict, code: str
-) -> None:
-    root = copy(DATA / "tags", "tags")
-    await start(client, [root], preset)
-    await wait_ready(client)
+@pytest.mark.asyncio(loop_scope="module")
+async def test_bad_requests_are_invalid_params(tags: Shared, params: dict, code: str) -> None:
+    """One server for all of them (each request is refused and changes nothing); the mapping
+    of every error class to its JSON-RPC code is unit-tested in test_convert_errors.py."""
+    client = tags.client
     with pytest.raises(JsonRpcException) as info:
         await request(client, "engram/search", params)
     err = info.value
@@ -80,6 +81,7 @@ async def test_save_is_visible_to_next_search(
     assert (await search(client, tags=["kiwi"]))["total"] == 1
 
 
+@pytest.mark.presets
 async def test_folder_rename_via_did_rename_files(
     client: LanguageClient, preset: str, copy: Callable[[Path, str], Path]
 ) -> None:
@@ -105,6 +107,7 @@ async def test_folder_rename_via_did_rename_files(
     assert after == [p.replace("meetings/2024/", "meetings/year-2024/") for p in before]
 
 
+@pytest.mark.presets
 async def test_file_written_without_notification_is_found(
     client: LanguageClient, preset: str, copy: Callable[[Path, str], Path]
 ) -> None:
@@ -160,6 +163,7 @@ async def test_multi_root_and_nested(
     assert r["total"] == 9
 
 
+@pytest.mark.slow
 async def test_cancel_request_stops_a_long_search(
     client: LanguageClient, preset: str, generated: Callable[..., Path], tmp_path: Path
 ) -> None:
@@ -194,6 +198,7 @@ async def test_bad_settings_are_reported_and_defaults_used(
     assert (await search(client, tags=["memory"]))["total"] == 4
 
 
+@pytest.mark.presets
 async def test_file_operations_create_and_delete(
     client: LanguageClient, preset: str, copy: Callable[[Path, str], Path]
 ) -> None:

@@ -7,13 +7,16 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from tests.conftest import DATA, EXAMPLE
-from tests.lsp.conftest import start, wait_ready
+from tests.lsp.conftest import Shared, shared_server, start, wait_ready
 
 TIMEOUT = 30
+
+example = shared_server(EXAMPLE, "example")  # the tests that only read share it
 
 
 Symbol = types.WorkspaceSymbol | types.SymbolInformation
@@ -54,12 +57,9 @@ def where(symbol: Symbol) -> tuple[str, int]:
     return location.uri, location.range.start.line
 
 
-async def test_workspace_symbols(
-    client: LanguageClient, preset: str, copy: Callable[[Path, str], Path]
-) -> None:
-    root = copy(EXAMPLE, "example")
-    await start(client, [root], preset)
-    await wait_ready(client)
+@pytest.mark.asyncio(loop_scope="module")
+async def test_workspace_symbols(example: Shared) -> None:
+    client, root = example.client, example.root
 
     # a note, by its title
     found = await symbols(client, "SQLite field notes")
@@ -139,11 +139,9 @@ async def test_multi_root_results_are_merged(
     assert notes and all((s.container_name or "").split("/")[0] in ("a", "b") for s in notes)
 
 
-async def test_document_symbols_nest_headings(
-    client: LanguageClient, preset: str, copy: Callable[[Path, str], Path]
-) -> None:
-    root = copy(EXAMPLE, "example")
-    await start(client, [root], preset)
+@pytest.mark.asyncio(loop_scope="module")
+async def test_document_symbols_nest_headings(example: Shared) -> None:
+    client, root = example.client, example.root
     note = root / "reference" / "sqlite.md"
     nodes = await outline(client, note.as_uri())  # not open: read from disk
     assert tree(nodes) == [
@@ -172,11 +170,9 @@ async def test_document_symbols_nest_headings(
     assert checkpoints.detail == "###"
 
 
-async def test_document_symbols_follow_the_unsaved_buffer(
-    client: LanguageClient, preset: str, copy: Callable[[Path, str], Path]
-) -> None:
-    root = copy(EXAMPLE, "example")
-    await start(client, [root], preset)
+@pytest.mark.asyncio(loop_scope="module")
+async def test_document_symbols_follow_the_unsaved_buffer(example: Shared) -> None:
+    client, root = example.client, example.root
     note = root / "reference" / "sqlite.md"
     text = "---\ntitle: Draft\n---\n# One\n\n## Two\ntext\n### Three\n## Four\n# Five\n"
     client.text_document_did_open(
@@ -199,6 +195,12 @@ async def test_document_symbols_follow_the_unsaved_buffer(
     )
     assert tree(await outline(client, note.as_uri())) == ["Only"]
     assert "# SQLite field notes" in note.read_text("utf-8")  # the file is untouched
+    client.text_document_did_close(  # the shared server reads the note from disk again
+        types.DidCloseTextDocumentParams(
+            text_document=types.TextDocumentIdentifier(uri=note.as_uri())
+        )
+    )
+    assert tree(await outline(client, note.as_uri()))[0][0] == "SQLite field notes"
 
 
 async def test_documents_outside_vaults_have_no_symbols(

@@ -10,6 +10,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
@@ -37,6 +38,7 @@ def report(client: LanguageClient, preset: str, events: list[tuple[Path, str]]) 
     )
 
 
+@pytest.mark.presets
 async def test_folder_moved_on_disk_is_rekeyed(
     client: LanguageClient,
     preset: str,
@@ -76,6 +78,7 @@ async def test_folder_moved_on_disk_is_rekeyed(
     assert_index_matches_vault(index, root, tmp_path)
 
 
+@pytest.mark.presets
 async def test_many_new_files_in_one_batch(
     client: LanguageClient,
     preset: str,

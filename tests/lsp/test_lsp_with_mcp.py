@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from lsprotocol import types
 from mcp import Client
 from pytest_lsp import LanguageClient
@@ -17,6 +18,7 @@ from tests.conftest import DATA
 from tests.lsp.conftest import search, start, wait_ready
 
 
+@pytest.mark.presets
 async def test_mcp_write_seen_by_engram_ls(
     client: LanguageClient, preset: str, copy: Callable[[Path, str], Path]
 ) -> None:

@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
-from pytest_lsp import ClientServerConfig, LanguageClient
+from pytest_lsp import LanguageClient
 
-from tests.lsp.conftest import make_client, start
+from tests.lsp.conftest import lsp_session as lsp_session  # re-exported: the suite's one way
 
 ROOT = Path(__file__).resolve().parents[2]
 PY = sys.executable
@@ -56,32 +54,6 @@ def child_cli(*args: str) -> subprocess.Popen[bytes]:
         stderr=subprocess.DEVNULL,
         cwd=ROOT,
     )
-
-
-@contextlib.asynccontextmanager
-async def lsp_session(
-    roots: list[Path],
-    preset: str = "neovim",
-    env: dict[str, str] | None = None,
-    options: dict[str, Any] | None = None,
-) -> AsyncIterator[LanguageClient]:
-    """A real ``engram-ls`` process, initialized with ``roots`` (and ``initializationOptions``);
-    shut down (or killed) after."""
-    config = ClientServerConfig(
-        server_command=SERVER, client_factory=make_client, server_env={**os.environ, **(env or {})}
-    )
-    client: Any = await config.start()
-    try:
-        await start(client, roots, preset, options)
-        yield client
-        await asyncio.wait_for(client.shutdown_session(), 30)
-    finally:
-        proc = getattr(client, "_server", None)
-        if proc is not None and proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()  # the test failed before a clean shutdown: ours, by its pid
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(client.stop(), 30)
 
 
 def server_alive(client: LanguageClient) -> bool:

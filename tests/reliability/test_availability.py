@@ -109,6 +109,8 @@ def _no_index(tmp_path: Path) -> str:
     return str(blocker / "index.sqlite")
 
 
+@pytest.mark.serial
+@pytest.mark.slow
 async def test_lsp_search_past_its_deadline_is_engram_timeout(
     generated: Callable[..., Path], tmp_path: Path
 ) -> None:
@@ -128,6 +130,8 @@ async def test_lsp_search_past_its_deadline_is_engram_timeout(
         assert status["vaults"][0]["notes"] == 0  # still serving; the index is unavailable
 
 
+@pytest.mark.serial
+@pytest.mark.slow
 async def test_lsp_search_during_the_first_build_keeps_its_deadline(
     generated: Callable[..., Path],
 ) -> None:
@@ -160,6 +164,8 @@ def test_every_engram_error_has_a_valid_json_rpc_code(error: type[EngramError]) 
     assert exc.data == {"code": error.code}
 
 
+@pytest.mark.serial
+@pytest.mark.slow
 def test_many_short_words_are_bounded(generated: Callable[..., Path]) -> None:
     root = _built(generated(4000))
     (root / ".engram" / "config.yaml").write_text("limits:\n  deadline_ms: 3000\n", "utf-8")

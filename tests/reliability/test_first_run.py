@@ -1,8 +1,10 @@
 """A new user's first commands: no folder becomes a vault by accident, and reading commands
 (``status``, ``topics``, ``search --no-sync``) never create or write an index.
 
-Real ``engram`` and ``engram-mcp`` processes on real folders; what is checked is what a user
-would see: the exit status, the message, and the files on disk (names, sizes and mtimes).
+``engram`` through ``main(argv)`` in this process (no process behaviour is under test: the
+exit status, the message and the files on disk are the same), a real ``engram-mcp`` process, on
+real folders; what is checked is what a user would see: the exit status, the message, and the
+files on disk (names, sizes and mtimes).
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.reliability.helpers import PY, engram_cli
+from tests.conftest import engram_in_process as engram_cli
+from tests.reliability.helpers import PY
 
 NO_VAULT = "no vault here"
 
@@ -374,7 +377,7 @@ def test_editor_e2e_test_without_chromium_skips_or_fails_under_ci(
     if ci is not None:
         env["CI"] = ci
     proc = subprocess.run(
-        [PY, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", VSCODE_E2E],
+        [PY, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "-n", "0", VSCODE_E2E],
         capture_output=True,
         text=True,
         cwd=REPO,

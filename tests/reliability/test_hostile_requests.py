@@ -147,6 +147,7 @@ async def _call_all(engram: Engram, calls: list[tuple[str, dict[str, Any]]]) -> 
 @FUZZ
 @given(st.lists(st.sampled_from(sorted(TOOL_ARGS)).flatmap(
     lambda tool: st.tuples(st.just(tool), _args(tool))), min_size=1, max_size=6))  # fmt: skip
+@pytest.mark.slow
 def test_mcp_tools_answer_any_arguments(
     mcp_vault: tuple[Path, Engram], calls: list[tuple[str, dict[str, Any]]]
 ) -> None:

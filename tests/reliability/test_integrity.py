@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any, TextIO
 
+import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -177,6 +178,7 @@ def _copies(index: Path) -> list[Path]:
     ]
 
 
+@pytest.mark.slow
 def test_damage_in_the_middle_is_found_and_rebuilt_by_the_cli(
     generated: Callable[..., Path], tmp_path: Path
 ) -> None:
@@ -216,6 +218,7 @@ def test_damage_in_the_middle_is_found_and_rebuilt_by_the_cli(
     assert json.loads(status.stdout)["moved_aside"]["path"] == str(_copies(idx)[0])
 
 
+@pytest.mark.slow
 def test_damage_found_by_the_check_means_scan_until_rebuilt(
     generated: Callable[..., Path], tmp_path: Path
 ) -> None:
@@ -293,6 +296,7 @@ async def _damage_found_and_rebuilt(
         assert [str(p) for p in _copies(idx)] == [st["moved_aside"]["path"]]
 
 
+@pytest.mark.slow
 async def test_damage_under_a_running_mcp_server_is_found_and_rebuilt(
     generated: Callable[..., Path], tmp_path: Path
 ) -> None:
@@ -320,6 +324,7 @@ async def test_damage_under_a_running_mcp_server_is_found_and_rebuilt(
     assert_index_matches_vault(root / ".engram" / "index.sqlite", root, tmp_path)
 
 
+@pytest.mark.slow
 async def test_damage_under_a_running_language_server_is_found_and_rebuilt(
     generated: Callable[..., Path], tmp_path: Path
 ) -> None:

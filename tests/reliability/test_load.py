@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from lsprotocol import types
 from mcp import Client, StdioServerParameters
 
@@ -107,6 +108,8 @@ class Writer:
         self.announce("rename", folder, new)
 
 
+@pytest.mark.serial
+@pytest.mark.slow
 async def test_three_front_ends_under_load(generated: Callable[..., Path], tmp_path: Path) -> None:
     root = generated(NOTES)
     idx = root / ".engram" / "index.sqlite"

@@ -222,6 +222,7 @@ async def test_read_note_race_never_reads_outside(tmp_path: Path) -> None:
     assert answers, "no read succeeded at all"
 
 
+@pytest.mark.slow
 def test_full_build_race_never_indexes_outside(tmp_path: Path) -> None:
     """Eight folders swapped at once: a walk that trusts a check made before the use enters
     one of them through its symlink in nearly every build (and then reads outside files)."""
