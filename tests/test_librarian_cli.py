@@ -222,6 +222,7 @@ def assert_only_topic_entry_changed(rel: str, old: bytes, new: bytes) -> None:
         assert _TOPIC_KEY_RE.match(a[owner]), f"{rel}: items changed outside the topic entry"
 
 
+@pytest.mark.slow  # the librarian applied to every note of the real vault, then compared
 def test_real_vault_apply_changes_only_topic_entries(
     vault_copy: Callable[[str], Path],
 ) -> None:

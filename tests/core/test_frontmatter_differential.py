@@ -229,6 +229,7 @@ _LINE = st.one_of(
 )
 
 
+@pytest.mark.slow  # a property test of 1,500 generated cases
 @settings(max_examples=1500, deadline=None)
 @given(st.lists(_LINE, max_size=8), st.sampled_from(["\n", "\r\n"]))
 def test_generated_frontmatter(lines: list[str], newline: str) -> None:

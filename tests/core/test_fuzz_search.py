@@ -14,6 +14,8 @@ from engram_ls.core.errors import EngramError, InvalidRequest
 from engram_ls.core.search import parse_request
 from engram_ls.core.service import Engram
 
+pytestmark = pytest.mark.slow  # fuzzing: hundreds of generated requests per test
+
 FUZZ = settings(
     max_examples=150,
     deadline=None,

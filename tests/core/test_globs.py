@@ -68,6 +68,7 @@ def pattern_of(pieces: list[str]) -> st.SearchStrategy[str]:
     return st.lists(st.sampled_from(pieces), min_size=1, max_size=9).map("".join)
 
 
+@pytest.mark.slow  # a property test of 1,500 generated cases
 @settings(max_examples=1500, deadline=None)
 @given(pattern_of(ORDINARY), st.lists(PATHS, min_size=1, max_size=8))
 def test_ordinary_patterns_agree_with_the_regex(pattern: str, paths: list[str]) -> None:
@@ -77,6 +78,7 @@ def test_ordinary_patterns_agree_with_the_regex(pattern: str, paths: list[str]) 
         assert new.match(path) == bool(old.match(path)), (pattern, path)
 
 
+@pytest.mark.slow  # a property test of 1,500 generated cases
 @pytest.mark.filterwarnings("ignore::FutureWarning")
 @settings(max_examples=1500, deadline=None)
 @given(pattern_of(ODD), st.lists(PATHS, min_size=1, max_size=8))

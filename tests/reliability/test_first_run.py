@@ -360,6 +360,7 @@ def test_test_sh_under_ci_fails_loudly_when_an_editor_tool_is_missing(
     assert "pytest" not in calls and "apt-get" not in calls
 
 
+@pytest.mark.slow  # runs the VS Code end-to-end test module in an inner pytest
 @pytest.mark.parametrize(("ci", "outcome"), [(None, "1 skipped"), ("true", "1 error")])
 def test_editor_e2e_test_without_chromium_skips_or_fails_under_ci(
     tmp_path: Path, ci: str | None, outcome: str

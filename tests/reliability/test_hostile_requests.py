@@ -24,9 +24,9 @@ from mcp import Client
 from engram_ls.core.index.fts import parse_query, to_fts
 from engram_ls.core.service import Engram
 from engram_ls.mcp_server.server import create_server
-from tests.conftest import DATA, copy_tree
+from tests.conftest import DATA, copy_tree, engram_in_process
 from tests.lsp.conftest import request, wait_ready
-from tests.reliability.helpers import engram_cli, lsp_session
+from tests.reliability.helpers import lsp_session
 from tests.reliability.oracle import snapshot
 
 FUZZ = settings(
@@ -233,22 +233,25 @@ async def test_lsp_path_and_uri_never_leave_the_vault(tmp_path: Path) -> None:
 
 
 def test_cli_path_vault_and_index_parameters(tmp_path: Path) -> None:
+    """In-process (no process behaviour is under test here; argv bytes are tested as a process)."""
     root = _make_vault(tmp_path)
     outside = tmp_path / "outside"
     before = snapshot(root)
     for bad in [b for b in TRAVERSALS + INSIDE_ODDITIES if "\x00" not in b]:  # argv: no NUL
-        out = engram_cli("search", SECRET, "--vault", str(root), "--path", bad, "--json")
+        out = engram_in_process("search", SECRET, "--vault", str(root), "--path", bad, "--json")
         assert out.returncode in (0, 2), out.stderr
         if out.returncode == 0:
             assert json.loads(out.stdout)["total"] == 0, bad
         else:
             assert "ENGRAM_" in out.stderr
-    out = engram_cli("search", SECRET, "--vault", str(root / ".." / "missing"))
+    out = engram_in_process("search", SECRET, "--vault", str(root / ".." / "missing"))
     assert out.returncode == 2 and "ENGRAM_NOT_FOUND" in out.stderr
     # An --index naming a note of the vault must never turn that note into a database (or
     # move it aside as a damaged index).
     for target in ("b-memory-lower.md", "leak.md"):
-        out = engram_cli("search", "memory", "--vault", str(root), "--index", str(root / target))
+        out = engram_in_process(
+            "search", "memory", "--vault", str(root), "--index", str(root / target)
+        )
         assert out.returncode in (0, 2)
     (outside / "notes.sqlite").write_bytes(b"")
     assert snapshot(root) == before
