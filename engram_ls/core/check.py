@@ -29,10 +29,8 @@ TICK_S = 0.5
 class IntegrityChecker(Background):
     """Checks one vault's index now and then; ``stop`` ends the thread at its next tick."""
 
-    thread_name = "engram-check"
-
     def __init__(self, engram: Engram, on_damage: Callable[[], object] | None = None) -> None:
-        super().__init__()
+        super().__init__("engram-check", self._run)
         self.engram = engram
         self.on_damage = on_damage
 

@@ -35,15 +35,13 @@ def interesting(rel_path: str, is_dir: bool = False) -> bool:
 class VaultWatcher(Background):
     """Watches one vault; each batch goes to ``on_changes`` (default: apply it at once)."""
 
-    thread_name = "engram-watch"
-
     def __init__(
         self,
         engram: Engram,
         debounce_ms: int = 50,
         on_changes: Callable[[list[Change]], object] | None = None,
     ) -> None:
-        super().__init__()
+        super().__init__("engram-watch", self._run)
         self.engram = engram
         self.debounce_ms = debounce_ms
         self.on_changes = on_changes
