@@ -224,7 +224,7 @@ def _add_write_tools(mcp: MCPServer, engram: Engram) -> None:
         }
 
 
-def _signature(fields: list[RequestField]) -> inspect.Signature:
+def _signature(fields: Sequence[RequestField]) -> inspect.Signature:
     """The tool's parameters: the core request's fields (types, defaults, limits and
     descriptions), which the SDK turns into the input schema and validates."""
     keyword = inspect.Parameter.KEYWORD_ONLY

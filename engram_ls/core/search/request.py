@@ -8,6 +8,7 @@ limit is written here once.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -206,9 +207,12 @@ class RequestField:
         return self.description + (f" ({', '.join(parts)})" if parts else "")
 
 
-def request_fields(front_end: FrontEnd) -> list[RequestField]:
+@functools.cache
+def request_fields(front_end: FrontEnd) -> tuple[RequestField, ...]:
     """The fields of ``SearchRequest`` that ``front_end`` offers, in their order, each with its
-    default there: the MCP tool (``agents``) and the CLI build their parameters from these."""
+    default there: the MCP tool (``agents``) and the CLI build their parameters from these.
+    Derived once per process (the model's JSON schema costs milliseconds; the CLI asks three
+    times at start-up)."""
     schema = SearchRequest.model_json_schema()["properties"]
     out = []
     for name, info in SearchRequest.model_fields.items():
@@ -242,7 +246,7 @@ def request_fields(front_end: FrontEnd) -> list[RequestField]:
                 offer=offer,
             )
         )
-    return out
+    return tuple(out)
 
 
 def require_text(value: str) -> str:
