@@ -17,7 +17,8 @@ local out_path = env.ENGRAM_E2E_OUT
 local mode = env.ENGRAM_E2E_MODE or 'config'
 local cmd = vim.json.decode(env.ENGRAM_E2E_CMD)
 
-vim.opt.runtimepath:prepend(env.ENGRAM_NVIM_PLUGIN)
+-- 'runtimepath' is a comma-separated list: a comma in the checkout's path is escaped.
+vim.opt.runtimepath:prepend((env.ENGRAM_NVIM_PLUGIN:gsub(',', '\\,')))
 vim.opt.swapfile = false
 vim.opt.more = false
 

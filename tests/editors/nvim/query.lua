@@ -2,7 +2,8 @@
 --   nvim --clean --headless -l tests/editors/nvim/query.lua PLUGIN_DIR INPUT.json OUTPUT.json
 -- OUTPUT.json is a list of { input = …, request = parse(input), terms = terms(input) }.
 local plugin, input_path, output_path = arg[1], arg[2], arg[3]
-vim.opt.runtimepath:prepend(plugin)
+-- 'runtimepath' is a comma-separated list: a comma in the checkout's path is escaped.
+vim.opt.runtimepath:prepend((plugin:gsub(',', '\\,')))
 local query = require('engram.query')
 
 local f = assert(io.open(input_path, 'r'))
