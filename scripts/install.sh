@@ -12,3 +12,6 @@ if [ "${1:-}" = "--dev" ]; then
 else
   .venv/bin/python -m pip install --quiet --disable-pip-version-check -e .
 fi
+# An editable install leaves Engram's own modules uncompiled; where Python may not write
+# bytecode (PYTHONDONTWRITEBYTECODE) every process would compile them again at start-up.
+.venv/bin/python -m compileall -q engram_ls >/dev/null

@@ -59,15 +59,15 @@ def _environment(cwd: Path | None, env: Mapping[str, str | None]) -> Iterator[No
         os.environ.update(saved_env)
 
 
-def engram_in_process(
-    *args: str, cwd: Path | None = None, env: Mapping[str, str | None] | None = None
+def in_process(
+    main: Callable[[list[str]], int],
+    prog: str,
+    *args: str,
+    cwd: Path | None = None,
+    env: Mapping[str, str | None] | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """``engram ARGS`` by calling ``engram_ls.cli.main`` in this process, its stdout and stderr
-    captured, its exit status what ``main`` returns (or argparse's ``SystemExit``): for the
-    tests where no process behaviour is under test. The entry point, signals, stdin, argv
-    bytes, terminals and a clean stdout of the real process are tested with real processes."""
-    from engram_ls.cli import main
-
+    """``PROG ARGS`` by calling its ``main`` in this process, its stdout and stderr captured, its
+    exit status what ``main`` returns (or argparse's ``SystemExit``)."""
     out, err = io.StringIO(), io.StringIO()
     captured = contextlib.redirect_stdout(out), contextlib.redirect_stderr(err)
     with _environment(cwd, env or {}), captured[0], captured[1]:
@@ -77,7 +77,18 @@ def engram_in_process(
             code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
             if isinstance(exc.code, str):
                 err.write(exc.code + "\n")
-    return subprocess.CompletedProcess(["engram", *args], code, out.getvalue(), err.getvalue())
+    return subprocess.CompletedProcess([prog, *args], code, out.getvalue(), err.getvalue())
+
+
+def engram_in_process(
+    *args: str, cwd: Path | None = None, env: Mapping[str, str | None] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``engram ARGS`` in this process (``in_process``): for the tests where no process
+    behaviour is under test. The entry point, signals, stdin, argv bytes, terminals and a
+    clean stdout of the real process are tested with real processes."""
+    from engram_ls.cli import main
+
+    return in_process(main, "engram", *args, cwd=cwd, env=env)
 
 
 @pytest.fixture

@@ -173,23 +173,32 @@ async def lsp_session(
 
 @dataclass(frozen=True)
 class Shared:
-    """A server shared by the tests of a module, over its own copy of a fixture vault."""
+    """A server shared by the tests of a module, over its own copies of fixture vaults."""
 
     client: LanguageClient
     root: Path
+    roots: dict[str, Path]
+    preset: str
 
 
-def shared_server(src: Path, name: str, preset: str = PRESETS[0]) -> Any:
-    """A module-scoped fixture: one ``engram-ls`` over a copy of ``src`` (named ``name``),
-    built, for the tests of a module that only read (they open unsaved buffers and close
-    them; none writes a file or changes settings). Its tests run in the module's event loop:
-    mark them ``@pytest.mark.asyncio(loop_scope="module")``."""
+def shared_server(src: Path, name: str, preset: str | list[str] = PRESETS[0], **more: Path) -> Any:
+    """A module-scoped fixture: one ``engram-ls`` over a copy of ``src`` (named ``name``), and
+    of each of ``more`` (name=source) as further workspace folders, built, for the tests of a
+    module that only read (they open unsaved buffers and close them; none writes a file or
+    changes settings). ``root`` is the first copy; ``roots`` every copy by name. With a list
+    of presets, one server per preset, and each test runs under each. Its tests run in the
+    module's event loop: mark them ``@pytest.mark.asyncio(loop_scope="module")``."""
 
-    @pytest_asyncio.fixture(scope="module", loop_scope="module")
-    async def fixture(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Shared]:
-        root = copy_tree(src, tmp_path_factory.mktemp(f"shared-{name}") / name)
-        async with lsp_session([root], preset) as client:
+    @pytest_asyncio.fixture(
+        scope="module", loop_scope="module", params=[preset] if isinstance(preset, str) else preset
+    )
+    async def fixture(
+        request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+    ) -> AsyncIterator[Shared]:
+        base = tmp_path_factory.mktemp(f"shared-{name}")
+        roots = {n: copy_tree(s, base / n) for n, s in {name: src, **more}.items()}
+        async with lsp_session(list(roots.values()), request.param) as client:
             await wait_ready(client)
-            yield Shared(client, root)
+            yield Shared(client, roots[name], roots, request.param)
 
     return fixture

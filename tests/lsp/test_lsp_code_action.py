@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from pathlib import Path
 
+import pytest
+import pytest_asyncio
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from engram_ls.core.config import load_config
 from engram_ls.core.parse import parse_note
-from tests.lsp.conftest import start, wait_ready
+from tests.lsp.conftest import PRESETS, Shared, lsp_session, wait_ready
 from tests.lsp.test_lsp_completion import open_doc
 
 TIMEOUT = 30
@@ -27,6 +30,15 @@ def make_vault(tmp_path: Path) -> Path:
     (root / ".engram" / "config.yaml").write_text(CONFIG)
     (root / "seed.md").write_text("---\ntopics: [databases]\n---\n# Seed\n")
     return root
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def vault(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Shared]:
+    """One server for the module: its tests only open buffers."""
+    root = make_vault(tmp_path_factory.mktemp("code-action"))
+    async with lsp_session([root], PRESETS[0]) as client:
+        await wait_ready(client)
+        yield Shared(client, root, {"vault": root}, PRESETS[0])
 
 
 async def actions(
@@ -69,10 +81,9 @@ def apply_edit(text: str, uri: str, edit: types.WorkspaceEdit) -> str:
     return text[:start] + only.new_text + text[end:]
 
 
-async def test_add_suggested_topics(client: LanguageClient, preset: str, tmp_path: Path) -> None:
-    root = make_vault(tmp_path)
-    await start(client, [root], preset)
-    await wait_ready(client)
+@pytest.mark.asyncio(loop_scope="module")
+async def test_add_suggested_topics(vault: Shared) -> None:
+    client, root = vault.client, vault.root
     config, _ = load_config(root)
 
     text = (
@@ -99,12 +110,9 @@ async def test_add_suggested_topics(client: LanguageClient, preset: str, tmp_pat
     assert await actions(client, uri) == []
 
 
-async def test_note_without_frontmatter_and_crlf(
-    client: LanguageClient, preset: str, tmp_path: Path
-) -> None:
-    root = make_vault(tmp_path)
-    await start(client, [root], preset)
-    await wait_ready(client)
+@pytest.mark.asyncio(loop_scope="module")
+async def test_note_without_frontmatter_and_crlf(vault: Shared) -> None:
+    client, root = vault.client, vault.root
     config, _ = load_config(root)
 
     text = "# Editor setup\r\n\r\nI use Neovim every day.\r\n"
@@ -119,10 +127,9 @@ async def test_note_without_frontmatter_and_crlf(
     assert parse_note("editor.md", after.encode(), config).topics == ("editors",)
 
 
-async def test_nothing_offered(client: LanguageClient, preset: str, tmp_path: Path) -> None:
-    root = make_vault(tmp_path)
-    await start(client, [root], preset)
-    await wait_ready(client)
+@pytest.mark.asyncio(loop_scope="module")
+async def test_nothing_offered(vault: Shared) -> None:
+    client, root = vault.client, vault.root
 
     uri = (root / "plain.md").as_uri()
     open_doc(client, uri, "---\ntopics: [misc]\n---\nNothing to see here.\n")

@@ -14,7 +14,7 @@ from engram_ls.core.config import EngramConfig
 from engram_ls.lsp.document import locate
 from engram_ls.lsp.features.topics import find_slot, render
 from tests.conftest import DATA
-from tests.lsp.conftest import Shared, shared_server, start, wait_ready
+from tests.lsp.conftest import PRESETS, Shared, shared_server, start, wait_ready
 
 TIMEOUT = 30
 
@@ -177,16 +177,13 @@ async def test_link_anchor_gets_headings_not_topics(tags: Shared) -> None:
     assert labels(await complete(client, root, marked, "visual-studio-code")) == ["Python notes"]
 
 
-async def test_no_completion_outside_vaults(
-    client: LanguageClient, copy: Callable[[Path, str], Path], tmp_path: Path
-) -> None:
-    root = copy(DATA / "tags", "tags")
+@pytest.mark.asyncio(loop_scope="module")
+async def test_no_completion_outside_vaults(tags: Shared, tmp_path: Path) -> None:
+    client, root, preset = tags.client, tags.root, PRESETS[0]
     outside = tmp_path / "elsewhere"
     outside.mkdir()
-    await start(client, [root], "neovim")
-    await wait_ready(client)
-    assert await complete(client, outside, "---\ntags: [py|]\n---\n", "neovim") is None
-    assert await complete(client, root, "tags: [py|]\n", "neovim", name="x.txt") is None
+    assert await complete(client, outside, "---\ntags: [py|]\n---\n", preset) is None
+    assert await complete(client, root, "tags: [py|]\n", preset, name="x.txt") is None
 
 
 @pytest.mark.asyncio(loop_scope="module")

@@ -13,10 +13,13 @@ from pytest_lsp import LanguageClient
 from engram_ls.core.config import EngramConfig
 from engram_ls.core.parse import parse_note
 from tests.conftest import DATA, EXAMPLE
-from tests.lsp.conftest import start, wait_ready
+from tests.lsp.conftest import Shared, shared_server, start, wait_ready
 from tests.lsp.test_lsp_completion import open_doc
 
 TIMEOUT = 15
+
+# the tests that only open buffers share one server over three vaults
+vaults = shared_server(DATA / "tags", "tags", hostile=DATA / "hostile", example=EXAMPLE)
 Check = Callable[[Sequence[types.Diagnostic] | None], bool]
 
 BROKEN = "---\ntitle: Broken\ntags: [python, sqlite\ndate: 2024-01-01\n---\n\nBody.\n"
@@ -61,12 +64,9 @@ def close(client: LanguageClient, uri: str) -> None:
     )
 
 
-async def test_malformed_frontmatter_then_fixed(
-    client: LanguageClient, preset: str, copy: Callable[[Path, str], Path]
-) -> None:
-    root = copy(DATA / "tags", "tags")
-    await start(client, [root], preset)
-    await wait_ready(client)
+@pytest.mark.asyncio(loop_scope="module")
+async def test_malformed_frontmatter_then_fixed(vaults: Shared) -> None:
+    client, root = vaults.client, vaults.root
     uri = (root / "broken.md").as_uri()
     open_doc(client, uri, BROKEN)
     found = await diagnostics_for(client, uri, published)
@@ -104,11 +104,9 @@ async def test_malformed_frontmatter_then_fixed(
     await diagnostics_for(client, uri, cleared)
 
 
-async def test_date_placeholder_is_a_warning(
-    client: LanguageClient, preset: str, copy: Callable[[Path, str], Path]
-) -> None:
-    root = copy(DATA / "hostile", "hostile")
-    await start(client, [root], preset)
+@pytest.mark.asyncio(loop_scope="module")
+async def test_date_placeholder_is_a_warning(vaults: Shared) -> None:
+    client, root = vaults.client, vaults.roots["hostile"]
     note = root / "placeholder-date.md"
     uri = note.as_uri()
     open_doc(client, uri, note.read_text("utf-8"))
@@ -118,12 +116,12 @@ async def test_date_placeholder_is_a_warning(
     ]
     assert "{{date}}" in found[0].message
     assert found[0].range.end.character == len('date: "{{date}}"')
+    close(client, uri)
 
 
-async def test_other_problems(client: LanguageClient, copy: Callable[[Path, str], Path]) -> None:
-    root = copy(EXAMPLE, "example")
-    await start(client, [root], "visual-studio-code")
-    await wait_ready(client)
+@pytest.mark.asyncio(loop_scope="module")
+async def test_other_problems(vaults: Shared) -> None:
+    client, root = vaults.client, vaults.roots["example"]
     cases = {
         "unclosed.md": ("---\ntitle: x\n\nbody\n", "unclosed-frontmatter", 0),
         "list.md": ("---\n- a\n- b\n---\nbody\n", "frontmatter-type", 0),
@@ -135,6 +133,7 @@ async def test_other_problems(client: LanguageClient, copy: Callable[[Path, str]
         found = await diagnostics_for(client, (root / "inbox" / name).as_uri(), published)
         assert [(d.code, d.range.start.line) for d in found] == [(code, line)], name
         assert found[0].severity == types.DiagnosticSeverity.Error
+        close(client, (root / "inbox" / name).as_uri())
 
     # the example vault's one malformed note, as it is on disk
     note = root / "projects" / "indexer-rewrite.md"
@@ -142,6 +141,7 @@ async def test_other_problems(client: LanguageClient, copy: Callable[[Path, str]
     found = await diagnostics_for(client, note.as_uri(), published)
     assert [d.code for d in found] == ["yaml"]
     assert 1 <= found[0].range.start.line <= 3
+    close(client, note.as_uri())
 
 
 @pytest.mark.presets
@@ -168,14 +168,11 @@ async def test_file_encoding_checked_on_open_and_save(
     await diagnostics_for(client, uri, cleared)
 
 
-async def test_clean_notes_and_other_files_get_nothing(
-    client: LanguageClient, copy: Callable[[Path, str], Path], tmp_path: Path
-) -> None:
-    root = copy(DATA / "tags", "tags")
+@pytest.mark.asyncio(loop_scope="module")
+async def test_clean_notes_and_other_files_get_nothing(vaults: Shared, tmp_path: Path) -> None:
+    client, root = vaults.client, vaults.root
     outside = tmp_path / "outside"
     outside.mkdir()
-    await start(client, [root], "neovim")
-    await wait_ready(client)
     clean = (root / "e-python.md").as_uri()
     open_doc(client, clean, (root / "e-python.md").read_text("utf-8"))
     elsewhere = (outside / "broken.md").as_uri()
@@ -189,6 +186,8 @@ async def test_clean_notes_and_other_files_get_nothing(
     assert clean not in client.diagnostics
     assert elsewhere not in client.diagnostics
     assert hidden not in client.diagnostics
+    for uri in (clean, elsewhere, hidden, marker):
+        close(client, uri)
 
 
 class Recording(dict[str, Sequence[types.Diagnostic]]):
@@ -203,22 +202,23 @@ class Recording(dict[str, Sequence[types.Diagnostic]]):
         super().__setitem__(uri, diagnostics)
 
 
-async def test_typing_is_debounced(
-    client: LanguageClient, preset: str, copy: Callable[[Path, str], Path]
-) -> None:
-    root = copy(DATA / "tags", "tags")
-    await start(client, [root], preset)
-    await wait_ready(client)
+@pytest.mark.asyncio(loop_scope="module")
+async def test_typing_is_debounced(vaults: Shared) -> None:
+    client, root = vaults.client, vaults.root
     recording = Recording()
-    client.diagnostics = recording
-    uri = (root / "typing.md").as_uri()
-    open_doc(client, uri, FIXED)
-    for version in range(2, 8):  # a burst of edits, each leaving the YAML broken
-        change(client, uri, version, BROKEN.replace("Broken", "Broken" + "!" * version))
-        await asyncio.sleep(0.02)
-    await diagnostics_for(client, uri, published)
-    await asyncio.sleep(0.5)
-    assert [n for u, n in recording.log if u == uri] == [1]
+    kept, client.diagnostics = client.diagnostics, recording
+    try:
+        uri = (root / "typing.md").as_uri()
+        open_doc(client, uri, FIXED)
+        for version in range(2, 8):  # a burst of edits, each leaving the YAML broken
+            change(client, uri, version, BROKEN.replace("Broken", "Broken" + "!" * version))
+            await asyncio.sleep(0.02)
+        await diagnostics_for(client, uri, published)
+        await asyncio.sleep(0.5)
+        assert [n for u, n in recording.log if u == uri] == [1]
+        close(client, uri)
+    finally:
+        client.diagnostics = kept
 
 
 async def test_too_large_is_a_warning(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -11,12 +10,13 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from tests.conftest import DATA, EXAMPLE
-from tests.lsp.conftest import PRESETS, Shared, shared_server, start, wait_ready
+from tests.lsp.conftest import PRESETS, Shared, shared_server
 from tests.lsp.test_lsp_completion import cursor, open_doc, units
 
 TIMEOUT = 30
 
-tags = shared_server(DATA / "tags", "tags")  # the tests that only read share it
+# the tests that only read share it, over two vaults
+tags = shared_server(DATA / "tags", "tags", example=EXAMPLE)
 
 
 async def hover(
@@ -93,12 +93,9 @@ async def test_no_hover_elsewhere(tags: Shared) -> None:
         assert await hover(client, root, marked, PRESETS[0]) is None, marked
 
 
-async def test_hover_in_example_vault(
-    client: LanguageClient, copy: Callable[[Path, str], Path]
-) -> None:
-    root = copy(EXAMPLE, "example")
-    await start(client, [root], "visual-studio-code")
-    await wait_ready(client)
+@pytest.mark.asyncio(loop_scope="module")
+async def test_hover_in_example_vault(tags: Shared) -> None:
+    client, root = tags.client, tags.roots["example"]
     text = markdown(
         await hover(client, root, "---\ntopics: [SQL|ite]\n---\n", "visual-studio-code")
     )

@@ -15,11 +15,15 @@ from pytest_lsp import LanguageClient
 
 from engram_ls.core.service import Engram
 from tests.conftest import DATA, REAL_VAULT
-from tests.lsp.conftest import start, wait_ready
+from tests.lsp.conftest import PRESETS, Shared, search, shared_server, start, wait_ready
 from tests.lsp.test_lsp_completion import open_doc
 
 TIMEOUT = 30
 MARK = "‸"
+
+# the tests that only open buffers share a server per preset (the presets differ in position
+# encoding, which every range here depends on)
+links = shared_server(DATA / "links", "links", PRESETS)
 
 
 def units(text: str, preset: str) -> int:
@@ -106,11 +110,9 @@ def inserted(result: types.CompletionList, marked: str, preset: str) -> dict[str
     return out
 
 
-@pytest.mark.presets
-async def test_link_completion(
-    client: LanguageClient, preset: str, copy: Callable[[Path, str], Path]
-) -> None:
-    root = await started(client, preset, copy)
+@pytest.mark.asyncio(loop_scope="module")
+async def test_link_completion(links: Shared) -> None:
+    client, root, preset = links.client, links.root, links.preset
 
     marked = "# Draft\n\n😀 see [[Bet‸"
     got = inserted(await complete_at(client, root, marked, preset), marked, preset)
@@ -149,11 +151,9 @@ async def test_link_completion(
         assert result.items == []
 
 
-@pytest.mark.presets
-async def test_definition_and_hover(
-    client: LanguageClient, preset: str, copy: Callable[[Path, str], Path]
-) -> None:
-    root = await started(client, preset, copy)
+@pytest.mark.asyncio(loop_scope="module")
+async def test_definition_and_hover(links: Shared) -> None:
+    client, root, preset = links.client, links.root, links.preset
     uri = (root / "index.md").as_uri()
     text = (root / "index.md").read_text(encoding="utf-8")
     open_doc(client, uri, text)
@@ -199,13 +199,12 @@ async def test_definition_and_hover(
     assert "The second letter" in shown and "greek" in shown
     assert hover.range is not None
     assert hover.range.start.character == units(before[:-4], preset)
+    client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=doc_id(uri)))
 
 
-@pytest.mark.presets
-async def test_references(
-    client: LanguageClient, preset: str, copy: Callable[[Path, str], Path]
-) -> None:
-    root = await started(client, preset, copy)
+@pytest.mark.asyncio(loop_scope="module")
+async def test_references(links: Shared) -> None:
+    client, root, preset = links.client, links.root, links.preset
     uri = (root / "alpha.md").as_uri()
     open_doc(client, uri, (root / "alpha.md").read_text(encoding="utf-8"))
 
@@ -251,6 +250,8 @@ async def test_references(
     open_doc(client, delta, (root / "projects/delta.md").read_text(encoding="utf-8"))
     found = await refs(2, 10, delta)  # [[Gamma]]
     assert sorted(Path(loc.uri).name for loc in found) == ["delta.md", "index.md", "index.md"]
+    for doc in (uri, delta):
+        client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=doc_id(doc)))
 
 
 @pytest.mark.presets
@@ -431,9 +432,19 @@ async def wait_for_backlinks(root: Path, path: str, count: int) -> None:
 async def test_real_vault(
     client: LanguageClient, preset: str, vault_copy: Callable[[str], Path]
 ) -> None:
+    """Search, definition, completion and a rename on the real vault, through one server."""
     root = vault_copy("real")
     await start(client, [root], preset)
-    await wait_ready(client, timeout=120)
+    status = await wait_ready(client, timeout=120)
+    assert status["vaults"][0]["notes"] == 885
+    result = await search(client, query="golang", limit=5)
+    assert result["total"] > 0 and result["index"]["served_by"] == "index"
+    for hit in result["results"]:
+        assert (root / hit["path"]).is_file()
+    tagged = await search(client, tags=["engineering"], limit=1000)
+    assert tagged["total"] > 0
+    assert all("engineering" in [t.casefold() for t in hit["topics"]] for hit in tagged["results"])
+
     engram = Engram(root)
     engram.open()
     target = "§ Writing.md"

@@ -13,7 +13,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
 
-from tests.conftest import DATA, EXAMPLE, REAL_VAULT
+from tests.conftest import DATA, EXAMPLE
 from tests.lsp.conftest import Shared, paths, request, search, shared_server, start, wait_ready
 
 tags = shared_server(DATA / "tags", "tags")
@@ -222,21 +222,3 @@ async def test_file_operations_create_and_delete(
         types.DeleteFilesParams(files=[types.FileDelete(uri=folder.as_uri())])
     )
     assert paths(await search(client, tags=["fresh"])) == ["single.md"]
-
-
-@pytest.mark.skipif(not REAL_VAULT.is_dir(), reason="the shared real vault is not present")
-async def test_real_vault(
-    client: LanguageClient, preset: str, copy: Callable[[Path, str], Path]
-) -> None:
-    # (skipped before the client fixture starts a server: a skip after it left teardown hanging)
-    root = copy(REAL_VAULT, "brain")
-    await start(client, [root], preset)
-    status = await wait_ready(client, timeout=120)
-    assert status["vaults"][0]["notes"] == 885
-    result = await search(client, query="golang", limit=5)
-    assert result["total"] > 0 and result["index"]["served_by"] == "index"
-    for hit in result["results"]:
-        assert (root / hit["path"]).is_file()
-    tagged = await search(client, tags=["engineering"], limit=1000)
-    assert tagged["total"] > 0
-    assert all("engineering" in [t.casefold() for t in hit["topics"]] for hit in tagged["results"])

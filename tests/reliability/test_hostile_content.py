@@ -20,6 +20,7 @@ from mcp import Client
 from engram_ls.core.service import Engram
 from engram_ls.lsp.convert import uri_to_path
 from engram_ls.mcp_server.server import create_server
+from tests.conftest import engram_in_process
 from tests.lsp.conftest import search, wait_ready
 from tests.reliability.helpers import engram_cli, lsp_session
 from tests.reliability.oracle import assert_files_unchanged, assert_index_matches_vault, snapshot
@@ -140,12 +141,16 @@ def test_cli_handles_odd_names_and_never_leaves(hostile: tuple[Path, set[str]]) 
     idx = root.parent / "cli-index.sqlite"
     proc = engram_cli("index", str(root), "--index", str(idx))
     assert proc.returncode == 0, proc.stderr
+    # the real process prints every odd name; the searches after it run in-process
+    out = engram_cli("search", "--tag", "odd", "--vault", str(root), "--index", str(idx), "--json")
+    assert out.returncode == 0, out.stderr
+    assert sorted(r["path"] for r in json.loads(out.stdout)["results"]) == sorted(ODD_NAMES)
     for name, word in ODD_NAMES.items():
-        out = engram_cli("search", word, "--vault", str(root), "--index", str(idx), "--json")
+        out = engram_in_process("search", word, "--vault", str(root), "--index", str(idx), "--json")
         assert out.returncode == 0, out.stderr
         assert [r["path"] for r in json.loads(out.stdout)["results"]] == [name]
     for mode in ("text", "literal", "regex"):
-        out = engram_cli(
+        out = engram_in_process(
             "search", SECRET, "--mode", mode, "--vault", str(root), "--index", str(idx), "--json"
         )
         assert out.returncode == 0 and json.loads(out.stdout)["total"] == 0, out.stderr

@@ -14,6 +14,8 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from engram_ls.mcp_server import server as mcp_server
+from tests.conftest import in_process
 from tests.mcp.http_server import McpHttp, mcp_http, start_mcp_http, stop
 
 TOKEN = "engram-test-token-" + "5f3a9c" * 5
@@ -39,7 +41,22 @@ def _refusal(root: Path, *args: str, host: str = "0.0.0.0") -> tuple[int, str]:
         return code, logs.read().decode("utf-8", "replace")
 
 
+def _refusal_in_process(
+    root: Path, monkeypatch: pytest.MonkeyPatch, *args: str
+) -> subprocess.CompletedProcess[str]:
+    """``engram-mcp ROOT --http --host 0.0.0.0 ARGS`` in this process, which must refuse before
+    it serves (serving fails the test instead of blocking it)."""
+
+    def serve(*_: object) -> None:
+        pytest.fail("engram-mcp started serving instead of refusing")
+
+    monkeypatch.setattr(mcp_server, "serve_http", serve)
+    argv = [str(root), "--http", "--host", "0.0.0.0", "--port", "0", "--no-watch", *args]
+    return in_process(mcp_server.main, "engram-mcp", *argv)
+
+
 def test_off_loopback_without_a_token_refuses_to_start(vault_copy: Callable[[str], Path]) -> None:
+    """The real process: its exit status and what it says (the cases below run in-process)."""
     code, out = _refusal(vault_copy("tags"))
     assert code == 2
     assert "--token-file" in out and "ENGRAM_MCP_TOKEN" in out, out
@@ -54,13 +71,18 @@ def test_off_loopback_without_a_token_refuses_to_start(vault_copy: Callable[[str
     ],
 )
 def test_a_bad_token_file_refuses_to_start(
-    vault_copy: Callable[[str], Path], tmp_path: Path, content: str | None, says: str
+    vault_copy: Callable[[str], Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    content: str | None,
+    says: str,
 ) -> None:
     token_file = tmp_path / "token"
     if content is not None:
         token_file.write_text(content)
-    code, out = _refusal(vault_copy("tags"), "--token-file", str(token_file))
-    assert code == 2
+    proc = _refusal_in_process(vault_copy("tags"), monkeypatch, "--token-file", str(token_file))
+    out = proc.stderr
+    assert proc.returncode == 2
     assert "unrecognized arguments" not in out
     assert "token" in out and says in out, out
 
