@@ -21,10 +21,8 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass, field
-from multiprocessing import get_context
-from typing import Literal, NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from engram_ls.core.config import EngramConfig
 from engram_ls.core.errors import OutsideVault
@@ -35,6 +33,9 @@ from engram_ls.core.model import Note
 from engram_ls.core.parse import parse_note
 from engram_ls.core.serialize import NOT_JSON, rounded
 from engram_ls.core.vault import FileStat, Vault, read_in
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor
 
 PARSE_VERSION = 2
 """Bump when parsing changes what it extracts: indexes built by older code are re-parsed."""
@@ -230,6 +231,11 @@ class Syncer:
 
     @staticmethod
     def _new_pool(n_workers: int) -> Executor:
+        # imported here: multiprocessing costs every process 60 ms at start-up, and only a
+        # build of a large vault uses it
+        from concurrent.futures import ProcessPoolExecutor
+        from multiprocessing import get_context
+
         return ProcessPoolExecutor(
             max_workers=n_workers,
             mp_context=get_context(_start_method()),
