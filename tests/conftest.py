@@ -19,6 +19,12 @@ REAL_VAULT = SHARED_VAULTS / "dwarvesf-brain"
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+# pytest caches the test modules it rewrites for assertions only where Python may write
+# bytecode. Where the environment says it may not (PYTHONDONTWRITEBYTECODE), every worker
+# rewrote every test module on every run: 3 s of CPU per worker. The test run caches them, as
+# scripts/install.sh compiles Engram's own modules.
+sys.dont_write_bytecode = False
+
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """A ``serial`` test measures time, which other tests running beside it would distort: on a
