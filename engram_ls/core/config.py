@@ -13,6 +13,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from engram_ls.core.frontmatter import SafeYamlLoader
+
 CONFIG_DIR = ".engram"
 CONFIG_FILE = "config.yaml"
 INDEX_FILE = "index.sqlite"
@@ -108,7 +110,7 @@ def read_config_file(vault_root: Path) -> tuple[dict[str, Any], list[str]]:
     except (OSError, UnicodeDecodeError) as exc:
         return {}, [f"cannot read {CONFIG_DIR}/{CONFIG_FILE}: {exc}; using defaults"]
     try:
-        raw = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        raw = yaml.load(text, Loader=SafeYamlLoader)
     except yaml.YAMLError as exc:
         return {}, [f"{CONFIG_DIR}/{CONFIG_FILE} is not valid YAML ({exc}); using defaults"]
     if raw is None:

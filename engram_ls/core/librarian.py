@@ -25,9 +25,9 @@ from typing import Literal
 
 from engram_ls.core.config import EngramConfig, load_config
 from engram_ls.core.errors import EngramError, InvalidRequest, LimitExceeded, NotFound
-from engram_ls.core.parse import parse_note
+from engram_ls.core.parse import BINARY_SNIFF_BYTES, clean_topic, parse_note
 from engram_ls.core.serialize import OMIT_EMPTY, rounded
-from engram_ls.core.topic_edit import BINARY_SNIFF_BYTES, TopicEdit, add_topics_edit, clean_topic
+from engram_ls.core.topic_edit import TopicEdit, add_topics_edit
 from engram_ls.core.vault import Vault
 
 __all__ = [

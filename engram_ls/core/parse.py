@@ -49,6 +49,9 @@ from engram_ls.core.frontmatter import Frontmatter, parse_frontmatter, split_fro
 from engram_ls.core.model import Heading, Link, LinkKind, Note, Problem
 
 __all__ = [
+    "BINARY_SNIFF_BYTES",
+    "clean_topic",
+    "dedupe_topics",
     "in_code_span",
     "in_fence",
     "is_tag_text",
@@ -59,7 +62,8 @@ __all__ = [
 ]
 
 _UTF8_BOM = b"\xef\xbb\xbf"
-_BINARY_SNIFF_BYTES = 8192
+BINARY_SNIFF_BYTES = 8192
+"""A NUL in the first 8 KB means binary (the parser, and the editors of topics)."""
 _MAX_DATE_CHARS = 64
 
 # --- dates -------------------------------------------------------------------------------------
@@ -98,7 +102,7 @@ def parse_note(path: str, data: bytes, config: EngramConfig) -> Note:
     bytes are read (cut on a character boundary, reported as ``too-large``).
     """
     stem = _stem(path)
-    if b"\x00" in data[:_BINARY_SNIFF_BYTES]:
+    if b"\x00" in data[:BINARY_SNIFF_BYTES]:
         binary = Problem("binary", "the file contains NUL bytes; only its name is indexed")
         return Note(path=path, title=stem, problems=(binary,))
 
@@ -143,7 +147,7 @@ def parse_note(path: str, data: bytes, config: EngramConfig) -> Note:
     fields = _Fields(meta)
     scan = _scan_body(body, body_line, want_tags=config.inline_tags)
 
-    topics = _dedupe(_frontmatter_topics(fields, config.topic_keys), scan.tags)
+    topics = dedupe_topics(_frontmatter_topics(fields, config.topic_keys), scan.tags)
     created = _note_date(fields, frontmatter, config.date_formats, config.date_keys, problems)
     if created is None:
         created = _date_from_name(stem)
@@ -360,14 +364,16 @@ def _split_topics(value: str) -> list[str]:
 
 
 def _frontmatter_topics(fields: _Fields, keys: Sequence[str]) -> list[str]:
-    return [_clean_topic(item) for item in _values(fields, keys, _split_topics)]
+    return [clean_topic(item) for item in _values(fields, keys, _split_topics)]
 
 
-def _clean_topic(item: str) -> str:
+def clean_topic(item: str) -> str:
+    """A topic as written, without surrounding space and leading ``#``."""
     return item.strip().lstrip("#").strip()
 
 
-def _dedupe(*groups: Iterable[str]) -> tuple[str, ...]:
+def dedupe_topics(*groups: Iterable[str]) -> tuple[str, ...]:
+    """The topics of ``groups`` in order, empty ones and case-insensitive repeats left out."""
     seen: set[str] = set()
     out: list[str] = []
     for group in groups:

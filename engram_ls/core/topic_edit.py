@@ -44,13 +44,11 @@ from engram_ls.core import fmscan
 from engram_ls.core.config import EngramConfig
 from engram_ls.core.errors import InvalidRequest
 from engram_ls.core.frontmatter import SafeYamlLoader, parse_frontmatter, split_frontmatter
-from engram_ls.core.parse import parse_note
+from engram_ls.core.parse import BINARY_SNIFF_BYTES, clean_topic, dedupe_topics, parse_note
 
-__all__ = ["BINARY_SNIFF_BYTES", "BOM", "TopicEdit", "add_topics_edit", "clean_topic", "topic_edit"]
+__all__ = ["BOM", "TopicEdit", "add_topics_edit", "topic_edit"]
 
 BOM = "\ufeff"
-BINARY_SNIFF_BYTES = 8192
-"""As the parser: a NUL in the first 8 KB means binary."""
 _NO_CAP = 1 << 40
 
 
@@ -119,7 +117,7 @@ def add_topics_edit(text: str, add: Sequence[str], config: EngramConfig) -> Topi
     if not missing:
         return None
     primary = [*doc.primary_topics(), *missing]
-    expected = _dedupe([*primary, *doc.current])
+    expected = dedupe_topics([*primary, *doc.current])
     return doc.edit(primary, expected)
 
 
@@ -155,10 +153,6 @@ def _ending(line: str, default: str = "\n") -> str:
     return default
 
 
-def clean_topic(item: str) -> str:
-    return item.strip().lstrip("#").strip()
-
-
 def _clean_topics(topics: Sequence[str]) -> tuple[str, ...]:
     if isinstance(topics, str):
         raise InvalidRequest("topics must be a list of strings, not one string")
@@ -170,18 +164,7 @@ def _clean_topics(topics: Sequence[str]) -> tuple[str, ...]:
         if any(ch in _YAML_BREAKS for ch in item):
             raise InvalidRequest(f"a topic cannot contain a line break: {item!r}")
         cleaned.append(item)
-    return _dedupe(cleaned)
-
-
-def _dedupe(topics: Sequence[str]) -> tuple[str, ...]:
-    seen: set[str] = set()
-    out: list[str] = []
-    for topic in topics:
-        key = topic.casefold()
-        if topic and key not in seen:
-            seen.add(key)
-            out.append(topic)
-    return tuple(out)
+    return dedupe_topics(cleaned)
 
 
 def _printable(ch: str) -> bool:
