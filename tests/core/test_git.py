@@ -6,6 +6,7 @@ status`` says of the vault's files. Anything odd gives None, never an error."""
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -145,3 +146,16 @@ def test_the_dirty_answer_is_kept_briefly(git_vault: GitVault) -> None:
     git(root, "commit", "-q", "-am", "now committed")
     new_head = git(root, "rev-parse", "HEAD")
     assert kept.current() == SourceRevision(new_head, dirty=False)  # a new commit: asked again
+
+
+def test_an_old_answer_is_renewed_in_the_background(git_vault: GitVault) -> None:
+    """Past its time the kept answer is still given at once, and a background ``git status``
+    renews it for the next caller: no search waits for git once the first answer is known."""
+    root, head = git_vault()
+    kept = GitRevision(root, ttl_s=0)
+    assert kept.current() == SourceRevision(head, dirty=False)
+    (root / "beta.md").write_text("# Beta\nchanged\n")
+    end = time.monotonic() + 20
+    while kept.current() != SourceRevision(head, dirty=True):
+        assert time.monotonic() < end, "the background git status never renewed the answer"
+        time.sleep(0.02)
