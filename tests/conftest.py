@@ -160,3 +160,11 @@ def git_vault(tmp_path: Path) -> Callable[..., tuple[Path, str]]:
         return root, git(root, "rev-parse", "HEAD")
 
     return make
+
+
+@pytest.fixture
+def unmakeable_index(tmp_path: Path) -> Path:
+    """An index path that can never be created: its folder is a regular file."""
+    blocker = tmp_path / "a-file-not-a-folder"
+    blocker.write_text("not a folder")
+    return blocker / "index.sqlite"

@@ -35,12 +35,10 @@ def test_require_index_without_an_index_exits_2(vault_copy: Callable[[str], Path
 
 
 def test_require_index_with_an_index_that_cannot_be_made(
-    vault_copy: Callable[[str], Path], tmp_path: Path
+    vault_copy: Callable[[str], Path], unmakeable_index: Path
 ) -> None:
     root = vault_copy("tags")
-    blocker = tmp_path / "a-file"
-    blocker.write_text("not a folder")
-    idx = str(blocker / "index.sqlite")
+    idx = str(unmakeable_index)
     r = engram_in_process("search", "--vault", str(root), "--index", idx, "--require-index", "x")
     assert r.returncode == 2 and "[ENGRAM_INDEX_STALE]" in r.stderr
     ok = engram_in_process("search", "--vault", str(root), "--index", idx, "memory")

@@ -55,12 +55,10 @@ def test_no_index_scans_by_default_and_fails_with_require_index(
 
 
 def test_an_unusable_index_fails_with_require_index(
-    vault_copy: Callable[[str], Path], tmp_path: Path
+    vault_copy: Callable[[str], Path], unmakeable_index: Path
 ) -> None:
     root = vault_copy("tags")
-    blocker = tmp_path / "a-file"
-    blocker.write_text("not a folder")
-    engram = Engram(root, index_path=blocker / "index.sqlite")
+    engram = Engram(root, index_path=unmakeable_index)
     engram.open()
     assert engram.unavailable is not None
     assert engram.search({"query": "memory"}).index.served_by == "scan"
@@ -77,13 +75,11 @@ def test_a_damaged_index_fails_with_require_index_until_rebuilt(
     index = root / ".engram" / "index.sqlite"
     for suffix in ("-wal", "-shm"):
         Path(f"{index}{suffix}").unlink(missing_ok=True)
-    data = bytearray(index.read_bytes())
-    data[100 : len(data)] = b"\x00garbage" * ((len(data) - 100) // 8) + b"\x00" * (
-        (len(data) - 100) % 8
-    )
-    index.write_bytes(bytes(data))
+    size = index.stat().st_size
+    index.write_bytes(index.read_bytes()[:100] + b"\xa5" * (size - 100))  # header kept
     again = Engram(root)
     again.open()  # the damaged file is moved aside; the new one is empty until a sync
+    assert again.status().moved_aside is not None
     with pytest.raises(IndexStale):
         again.search({"query": "memory", "require_index": True})
     assert again.search({"query": "memory"}).index.served_by == "scan"

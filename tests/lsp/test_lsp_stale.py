@@ -40,11 +40,11 @@ async def test_git_vault_with_uncommitted_changes(git_vault: GitVault) -> None:
         assert (await search(client, query="hello"))["total"] == 1
 
 
-async def test_require_index_while_the_index_cannot_be_made(tmp_path: Path) -> None:
+async def test_require_index_while_the_index_cannot_be_made(
+    tmp_path: Path, unmakeable_index: Path
+) -> None:
     root = copy_tree(DATA / "tags", tmp_path / "tags")
-    blocker = tmp_path / "a-file"
-    blocker.write_text("not a folder")
-    env = {"ENGRAM_INDEX": str(blocker / "index.sqlite")}
+    env = {"ENGRAM_INDEX": str(unmakeable_index)}
     async with lsp_session([root], env=env) as client:
         loop = asyncio.get_running_loop()
         end = loop.time() + 30

@@ -28,11 +28,9 @@ async def test_the_tool_offers_the_fields(vault_copy: Callable[[str], Path]) -> 
 
 
 async def test_require_index_while_the_index_cannot_serve(
-    vault_copy: Callable[[str], Path], tmp_path: Path
+    vault_copy: Callable[[str], Path], unmakeable_index: Path
 ) -> None:
-    blocker = tmp_path / "a-file"
-    blocker.write_text("not a folder")
-    engram = Engram(vault_copy("tags"), index_path=blocker / "index.sqlite")
+    engram = Engram(vault_copy("tags"), index_path=unmakeable_index)
     engram.open()
     async with Client(create_server(engram)) as client:
         r = await client.call_tool("search_notes", {"tags": ["memory"]})
