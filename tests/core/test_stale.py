@@ -140,3 +140,17 @@ def test_results_and_status_carry_the_source_revision(
     plain = _built(vault_copy("tags"))
     assert plain.search({"query": "memory"}).index.source_revision is None
     assert plain.status().source_revision is None
+
+
+def test_an_index_being_built_fails_with_require_index(vault_copy: Callable[[str], Path]) -> None:
+    """As another process's first build leaves the file while it runs: ``building``."""
+    root = vault_copy("tags")
+    _built(root).close()
+    with sqlite3.connect(root / ".engram" / "index.sqlite") as conn:
+        conn.execute("UPDATE meta SET value = 'building' WHERE key = 'state'")
+    reader = Engram(root, read_only=True)
+    reader.open()
+    assert reader.search({"query": "memory"}).index.served_by == "scan"
+    with pytest.raises(IndexStale, match="it is building") as err:
+        reader.search({"query": "memory", "require_index": True})
+    assert err.value.data["state"] == "building"
