@@ -169,13 +169,14 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    engram = _open(args, read_only=args.no_sync)
+    engram = _open(args, read_only=args.no_sync, scans=not args.require_index)
     try:
         if not args.no_sync:
             try:
                 _sync(engram)
             except IndexUnavailable as exc:  # locked, full disk: the answer comes from a scan
-                _err(f"warning: {exc.message}; answering by scanning the files")
+                scanning = "" if args.require_index else "; answering by scanning the files"
+                _err(f"warning: {exc.message}{scanning}")
         fields = request_fields("cli")
         values = {f.name: getattr(args, f.name) for f in fields}
         response = engram.search({k: v for k, v in values.items() if v is not None})
@@ -226,6 +227,10 @@ def cmd_status(args: argparse.Namespace) -> int:
     out.write(f"problems:   {status.problems}\n")
     out.write(f"generation: {status.generation}\n")
     out.write(f"updated:    {status.updated_at or 'never'}\n")
+    rev = status.source_revision
+    if rev is not None:
+        state = {True: "uncommitted changes", False: "clean", None: "changes unknown"}[rev.dirty]
+        out.write(f"revision:   {rev.commit} ({state})\n")
     if status.moved_aside:
         moved = status.moved_aside
         out.write(f"moved aside: {moved['path']} ({moved['reason']}: {moved.get('detail')})\n")

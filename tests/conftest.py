@@ -127,3 +127,44 @@ def generated(tmp_path: Path) -> Callable[..., Path]:
         return out
 
     return make
+
+
+def git(root: Path, *args: str) -> str:
+    """Run the real ``git`` in ``root`` (author set, the user's own configuration left out);
+    its stdout."""
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    argv = ["git", "-c", "user.name=Engram Test", "-c", "user.email=test@example.invalid", *args]
+    done = subprocess.run(argv, cwd=root, env=env, capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+@pytest.fixture
+def git_vault(tmp_path: Path) -> Callable[..., tuple[Path, str]]:
+    """A vault that is a git repository: two notes committed; ``dirty=True`` then changes one
+    note and adds an untracked one. Returns (root, HEAD commit)."""
+
+    def make(name: str = "git-vault", *, dirty: bool = False) -> tuple[Path, str]:
+        if shutil.which("git") is None:
+            pytest.skip("git is not installed")
+        root = tmp_path / name
+        root.mkdir()
+        (root / "alpha.md").write_text("---\ntags: [memory]\n---\n# Alpha\nhello world\n")
+        (root / "beta.md").write_text("# Beta\nanother note\n")
+        git(root, "init", "-q")
+        git(root, "add", "-A")
+        git(root, "commit", "-q", "-m", "two notes")
+        if dirty:
+            with (root / "alpha.md").open("a") as fh:
+                fh.write("an uncommitted line\n")
+            (root / "gamma.md").write_text("# Gamma\nnot committed\n")
+        return root, git(root, "rev-parse", "HEAD")
+
+    return make
+
+
+@pytest.fixture
+def unmakeable_index(tmp_path: Path) -> Path:
+    """An index path that can never be created: its folder is a regular file."""
+    blocker = tmp_path / "a-file-not-a-folder"
+    blocker.write_text("not a folder")
+    return blocker / "index.sqlite"

@@ -32,6 +32,14 @@ class IndexUnavailable(EngramError):
     code = "ENGRAM_INDEX_UNAVAILABLE"
 
 
+class IndexStale(EngramError):
+    """The request asked for an answer from a current index (``require_index``,
+    ``max_staleness_ms``) and the index cannot give one: it cannot serve, or its last sync is
+    older than asked. Nothing was scanned instead."""
+
+    code = "ENGRAM_INDEX_STALE"
+
+
 class UnsupportedMode(EngramError):
     """The search mode is not available in this installation or on this path."""
 

@@ -10,12 +10,14 @@ scans the files or raises ``IndexUnavailable``, as its use case says.
 
 from __future__ import annotations
 
+import calendar
 import contextlib
 import dataclasses
 import logging
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
@@ -97,6 +99,10 @@ class IndexHealth:
         self.lock = threading.RLock()
         """Held by every write and every change of the state above."""
         self._opened = False
+        self.synced_at: float | None = None
+        """``time.time()`` when the last write that succeeded here (a reconcile, or a batch of
+        changes) started: the index was in line with the files from then on, as far as this
+        process knows. None before the first."""
 
     @property
     def readable(self) -> bool:
@@ -204,6 +210,20 @@ class IndexHealth:
             path=str(self.index.path),
         )
 
+    def sync_age_ms(self, status: IndexStatus) -> float | None:
+        """How long ago the index was last known to be in line with the files: since the
+        last write that succeeded in this process (``synced_at``) or, when the index is
+        ``ready``, its last committed change (``updated_at``, by any process; whole seconds,
+        so never younger than it is). None when neither is known."""
+        known = [] if self.synced_at is None else [self.synced_at]
+        if status.state == "ready" and status.updated_at:
+            with contextlib.suppress(ValueError):
+                stamp = time.strptime(status.updated_at, "%Y-%m-%dT%H:%M:%SZ")
+                known.append(float(calendar.timegm(stamp)))
+        if not known:
+            return None
+        return max(0.0, (time.time() - max(known)) * 1000)
+
     def scan_info(self) -> IndexInfo:
         """What a scanned answer says about the index: ``stale`` when it is missing changes
         (a write failed: its answer would not mean what the files say), else ``failed``."""
@@ -304,8 +324,10 @@ class IndexHealth:
             work = reconcile
         for attempt in range(2):
             try:
+                started = time.time()
                 result = work()
                 self.behind = None
+                self.synced_at = started
                 return result
             except sqlite3.DatabaseError as exc:
                 reason = db.damage(exc)

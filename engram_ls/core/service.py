@@ -7,6 +7,7 @@ never stops a search: it is answered by scanning the files and says so (``served
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sqlite3
 import threading
@@ -21,12 +22,14 @@ from engram_ls.core import navigation as nav
 from engram_ls.core.config import CONFIG_DIR, INDEX_FILE, EngramConfig, load_config
 from engram_ls.core.errors import (
     EngramError,
+    IndexStale,
     IndexUnavailable,
     InvalidRequest,
     NotFound,
     SearchTimeout,
 )
-from engram_ls.core.health import IndexHealth
+from engram_ls.core.git import GitRevision
+from engram_ls.core.health import IndexHealth, Reading
 from engram_ls.core.index import db
 from engram_ls.core.index import symbols as sym
 from engram_ls.core.index.links import NameMatch
@@ -103,6 +106,8 @@ class Engram:
         self.syncer = Syncer(self.vault, self.index)
         self.health = IndexHealth(self.index, self.vault.root)
         """Opened, unavailable, behind; every read and write of the index goes through it."""
+        self.revision = GitRevision(self.vault.root)
+        """The vault's git revision, in every status and search answer."""
         self.last_search = 0.0
         """``time.monotonic()`` of the last search (background checks wait for a quiet time)."""
 
@@ -179,8 +184,9 @@ class Engram:
 
     def status(self) -> IndexStatus:
         """The index's state; ``stale`` while it is missing changes (a write failed and the
-        catch-up has not finished), as searches, which scan meanwhile, report it too."""
-        return self.health.status()
+        catch-up has not finished), as searches, which scan meanwhile, report it too; with
+        the vault's git revision (``source_revision``)."""
+        return dataclasses.replace(self.health.status(), source_revision=self.revision.current())
 
     def verify(self) -> tuple[str, str] | None:
         """Check the whole index file and answer damage found (``IndexHealth.verify``):
@@ -209,6 +215,7 @@ class Engram:
         try:
             with self.health.reading(fresh=True, cancel=plan.cancel, deadline=plan.deadline) as r:
                 if r.servable:
+                    self._fresh_enough(req, r.status)
                     hits, total = IndexSearcher(r.conn, self.vault, self.config).run(plan)
                     served = r.served("index")
         except db.Interrupted:
@@ -216,13 +223,46 @@ class Engram:
             raise SearchTimeout("the search ran past its deadline") from None
         if served is None:
             served = r.served("scan")
+            if req.require_index:
+                raise self._cannot_serve(served, r)
             hits, total = ScanSearcher(self.vault, self.config, self.read_note).run(plan)
         return SearchResponse(
             results=hits,
             total=total,
             truncated=total > plan.offset + len(hits),
-            index=served,
+            index=dataclasses.replace(served, source_revision=self.revision.current()),
             elapsed_ms=(time.perf_counter() - t0) * 1000,
+        )
+
+    def _fresh_enough(self, req: SearchRequest, status: IndexStatus | None) -> None:
+        """IndexStale when ``req.max_staleness_ms`` is given and the index was last in line
+        with the files longer ago (or when that is not known)."""
+        if req.max_staleness_ms is None or status is None:
+            return
+        age = self.health.sync_age_ms(status)
+        if age is None or age > req.max_staleness_ms:
+            said = "never" if age is None else f"{age:.0f} ms ago"
+            raise IndexStale(
+                f"the index was last in line with the files {said}; the request allows"
+                f" {req.max_staleness_ms} ms",
+                data={
+                    "state": status.state,
+                    "staleness_ms": None if age is None else round(age),
+                    "max_staleness_ms": req.max_staleness_ms,
+                },
+            )
+
+    def _cannot_serve(self, served: IndexInfo, r: Reading) -> IndexStale:
+        """The error of a ``require_index`` request that only a scan could answer."""
+        if r.error is None and self.readable and self.behind is not None:
+            why = f"it may be missing changes: {self.behind}"
+        elif r.error is None and r.status is not None:
+            why = f"it is {r.status.state}"
+        else:
+            why = r.unavailable().message
+        return IndexStale(
+            f"the index cannot answer ({why}) and require_index forbids scanning the files",
+            data={"state": served.state},
         )
 
     def topics(self, prefix: str = "", limit: int = 100) -> list[TopicCount]:

@@ -18,6 +18,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcServ
 
 from engram_ls.core.errors import (
     EngramError,
+    IndexStale,
     IndexUnavailable,
     InvalidRequest,
     LimitExceeded,
@@ -36,6 +37,7 @@ _INVALID_PARAMS = (InvalidRequest, LimitExceeded, OutsideVault, UnsupportedMode,
 SERVER_CODES: dict[type[EngramError], int] = {
     IndexUnavailable: SERVER_ERROR - 1,
     SearchTimeout: SERVER_ERROR - 2,
+    IndexStale: SERVER_ERROR - 3,
 }
 """JSON-RPC codes (in the -32099..-32000 range for server errors) of the errors that are not
 a fault of the request; any other is -32000. A client's ``$/cancelRequest`` is -32800."""

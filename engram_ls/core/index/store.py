@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from engram_ls.core.errors import IndexUnavailable
+from engram_ls.core.git import SourceRevision
 from engram_ls.core.index import db
 from engram_ls.core.index.rows import (
     STATES,
@@ -55,6 +56,8 @@ class IndexStatus:
     moved_aside: dict[str, Any] | None = None
     """The damaged copy kept after the index was last replaced: ``{path, reason, detail,
     at}`` (reason ``corrupt``, ``wal-lost`` or ``version``); None when there is none."""
+    source_revision: SourceRevision | None = None
+    """The vault's git revision (``core/git.py``), filled in by the service's ``status``."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar
 
 from engram_ls.core.config import EngramConfig
+from engram_ls.core.git import SourceRevision
 from engram_ls.core.index import fts
 from engram_ls.core.search.plan import Plan
 from engram_ls.core.serialize import rounded
@@ -34,6 +35,9 @@ class IndexInfo:
     served_by: ServedBy
     generation: int
     updated_at: str | None
+    source_revision: SourceRevision | None = None
+    """The vault's git ``HEAD`` and whether its files differ from it (``core/git.py``); None
+    when the vault is in no git work tree."""
 
 
 @dataclass(slots=True)

@@ -142,6 +142,18 @@ class SearchRequest(BaseModel):
         "column filters)",
     )
 
+    require_index: bool = Field(
+        default=False,
+        description="Answer from the index or fail with ENGRAM_INDEX_STALE: never scan the "
+        "files while the index cannot serve (missing, damaged, being built)",
+    )
+    max_staleness_ms: Annotated[int | None, Offer(metavar="MS", unset="no limit")] = Field(
+        default=None,
+        ge=0,
+        description="Fail with ENGRAM_INDEX_STALE when the index was last brought in line with "
+        "the files (a completed sync or an applied batch of changes) longer ago than this",
+    )
+
     @field_validator("query", "path", "date_from", "date_to")
     @classmethod
     def _text(cls, value: str | None) -> str | None:
