@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 import sqlite3
+import string
 import subprocess
 import tempfile
 from pathlib import Path
@@ -60,6 +61,7 @@ def fts(pattern: str, *, case_sensitive: bool = True) -> str | None:
         pytest.param(r"\pLabc\p{Greek}", '"abc"', id="unicode-classes"),
         pytest.param("[^x]abc", '"abc"', id="negated"),
         pytest.param(r"a\.b\x{63}", '".bc" AND "a.b"', id="escapes"),
+        pytest.param(r"a\/b\ c", '"/b " AND "a/b" AND "b c"', id="punctuation"),
         pytest.param(
             'say "hi"', '" ""h" AND """hi" AND "ay " AND "hi""" AND "say" AND "y """', id="quote"
         ),
@@ -118,6 +120,7 @@ def test_exact_queries_are_not_folded() -> None:
         pytest.param(r"\Qabc", id="unknown-escape"),
         pytest.param("\ud800abc", id="lone-surrogate"),
         pytest.param("a" * 5000, id="too-long"),
+        pytest.param("|".join(f"w{i:05d}" for i in range(10_000)), id="10000-alternatives"),
         pytest.param("(" * 100 + "abc" + ")" * 100, id="too-deep"),
         pytest.param("abc{1000000}", id="huge-count"),
     ],
@@ -180,7 +183,9 @@ def _literal(rnd: random.Random) -> tuple[str, str]:
     ch = rnd.choice(_CHARS)
     if rnd.random() < 0.1:
         return f"\\x{{{ord(ch):X}}}", ch
-    return ("\\" + ch if ch in _META else ch), ch
+    if ch in _META or (ch in string.punctuation and ch not in "<>" and rnd.random() < 0.3):
+        return "\\" + ch, ch
+    return ch, ch
 
 
 def _class(rnd: random.Random) -> tuple[str, str]:
@@ -200,7 +205,7 @@ def _node(rnd: random.Random, depth: int) -> tuple[str, str]:
     """A random pattern of the grammar and one string it is meant to match."""
     kind = rnd.random() if depth < 4 else rnd.random() * 0.6
     if kind < 0.35:
-        parts = [_literal(rnd) for _ in range(rnd.randint(1, 5))]
+        parts = [_literal(rnd) for _ in range(rnd.randint(1, 8))]
         return "".join(p for p, _ in parts), "".join(s for _, s in parts)
     if kind < 0.45:
         return _class(rnd)

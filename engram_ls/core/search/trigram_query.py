@@ -18,20 +18,23 @@ anything rg would reject), a pattern over ``MAX_PATTERN_CHARS`` or nested deeper
 negated classes and large classes are "one character, unknown"; anchors and word boundaries are
 the empty string; a repetition ``x{n,m}`` is read as at most three copies of ``x`` then ``x+``.
 
-Folding. Case-sensitive, trigrams are the pattern's own characters (any Unicode), sound for an
-index of the exact text, and for an FTS5 ``trigram`` table with ``case_sensitive 0`` too, since
-FTS5 folds the strings of a MATCH expression as it folds the text. Case-insensitive (rg's
-``--ignore-case`` or ``(?i)``), every trigram is lower-case ASCII and any position that is not
-ASCII is unknown (no trigram spans it). Such a query is sound only for an index that folds text
-with a folding ``F`` that maps ``A``-``Z`` to ``a``-``z``, U+212A KELVIN SIGN to ``k`` and U+017F
-LONG S to ``s`` (the only non-ASCII characters rg's case folding equates with ASCII letters),
-and leaves every other ASCII character as it is; what ``F`` does to other non-ASCII characters
-does not matter. The FTS5 ``trigram`` tokenizer with ``case_sensitive 0`` is such an ``F``
-(``text_trigrams(..., case_sensitive=False)`` is the reference one).
+Folding (``Requirement.folded``). A pattern run case-sensitively with no ``i`` in any flag
+group gives the pattern's own characters (any Unicode), sound for an index of the exact text,
+and for an FTS5 ``trigram`` table with ``case_sensitive 0`` too, since FTS5 folds the strings of
+a MATCH expression as it folds the text. Any other pattern (rg's ``--ignore-case``, or ``(?i)``
+anywhere, even scoped: the whole query is then folded) gives lower-case ASCII trigrams only, any
+position that is not ASCII being unknown (no trigram spans it). Such a query is sound only for
+an index that folds text with a folding ``F`` that maps ``A``-``Z`` to ``a``-``z``, U+212A
+KELVIN SIGN to ``k`` and U+017F LONG S to ``s`` (the only non-ASCII characters that rg's case
+folding equates with ASCII letters) and leaves every other ASCII character as it is; what ``F``
+does to other non-ASCII characters does not matter. The FTS5 ``trigram`` tokenizer with
+``case_sensitive 0`` is such an ``F``; ``text_trigrams(..., case_sensitive=False)`` is the
+reference one.
 """
 
 from __future__ import annotations
 
+import string
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
@@ -52,7 +55,8 @@ MAX_QUERY = 200
 _FOLD_CI = str.maketrans(
     {**{chr(c): chr(c + 32) for c in range(ord("A"), ord("Z") + 1)}, "\u212a": "k", "\u017f": "s"}
 )
-_META = set("\\.+*?()|[]{}^$#&-~")
+_ESCAPABLE = set(string.punctuation + " ") - set("<>")
+"""ASCII characters rg reads escaped as themselves (``\\<`` and ``\\>`` are word boundaries)."""
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f", "v": "\v", "a": "\a"}
 _UNKNOWN_ESCAPES = set("dDwWsSpP")
 _ZERO_WIDTH_ESCAPES = set("bBAz<>")
@@ -426,7 +430,7 @@ class _Parser:
         return _char_set(self.literal(self.escaped_char(ch)))
 
     def escaped_char(self, ch: str) -> str:
-        if ch in _META:
+        if ch in _ESCAPABLE:
             return ch
         if ch in _ESCAPES:
             return _ESCAPES[ch]
