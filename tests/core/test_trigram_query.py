@@ -140,6 +140,8 @@ def test_unmodelled_patterns_require_nothing(pattern: str) -> None:
         pytest.param("((((abc|abd){3}){3}){3}){3}" * 20, id="nested-counts"),
         pytest.param("[\\x{0}-\\x{10FFFF}]abc" * 100, id="huge-ranges"),
         pytest.param("(" * 60 + "abc|def" + ")" * 60, id="deep-within-limit"),
+        pytest.param("(abcd){999999}" * 50, id="big-counts"),
+        pytest.param("(?i)" + r"(?i:k\x{212A}s\x{17F})" * 100, id="folded-flags"),
     ],
 )
 def test_hostile_patterns_stay_small(pattern: str) -> None:
@@ -148,6 +150,21 @@ def test_hostile_patterns_stay_small(pattern: str) -> None:
         assert q.size <= MAX_QUERY
         rendered = fts5_match(q)
         assert rendered is None or len(rendered) < 20 * MAX_QUERY
+
+
+def test_nul_never_reaches_a_trigram() -> None:
+    for pattern in ("abc\0def", r"abc\x{0}def"):
+        req = trigram_query(pattern, case_sensitive=True)
+        assert req.fts5() == '"abc" AND "def"'
+
+
+def test_alternation_of_words_is_an_or_of_ands() -> None:
+    words = ["alpha", "beta", "gamma"]
+    q = trigram_query("|".join(words), case_sensitive=True).query
+    assert q.op == "or"
+    for word in words:
+        assert q.holds(text_trigrams(f"x {word} y", case_sensitive=True))
+    assert not q.holds(text_trigrams("alp bet gam", case_sensitive=True))
 
 
 def test_only_kelvin_and_long_s_fold_to_ascii_letters(tmp_path: Path) -> None:
