@@ -549,7 +549,9 @@ class Requirement:
     folded: bool
     """The trigrams are folded by ``F`` (lower-case ASCII only): the query must be evaluated
     against the folded text's trigrams, as an FTS5 ``trigram`` table with ``case_sensitive 0``
-    does. False: the pattern's own characters, sound against the exact text or a folded one."""
+    does. False: the pattern's own characters, sound against the exact text's trigrams, or
+    against a folded text's when the query's strings are folded the same way (an FTS5 table
+    folds the strings of a MATCH expression itself)."""
 
     def fts5(self) -> str | None:
         return fts5_match(self.query)
