@@ -22,7 +22,14 @@ from typing import Any
 from engram_ls.core.config import EngramConfig
 from engram_ls.core.globs import compile_glob
 from engram_ls.core.index.rows import folder_range
-from engram_ls.core.search.hits import Found, SearchHit, newest_first, page_hits, snippet_line
+from engram_ls.core.search.hits import (
+    Found,
+    SearchHit,
+    ServedBy,
+    newest_first,
+    page_hits,
+    snippet_line,
+)
 from engram_ls.core.search.plan import Plan
 from engram_ls.core.vault import Vault
 
@@ -176,9 +183,12 @@ class IndexSearcher:
         self.conn = conn
         self.vault = vault
         self.config = config
+        self.served_by: ServedBy = "index"
+        """Which path answered the last ``run``: ``scan`` when ripgrep read every file."""
         conn.create_function("engram_glob", 2, _glob_match, deterministic=True)
 
     def run(self, plan: Plan) -> tuple[list[SearchHit], int]:
+        self.served_by = "index"
         filters = self._filters(plan)
         if filters is None:
             return [], 0
@@ -341,6 +351,8 @@ class IndexSearcher:
                 files = None
             elif not files:
                 return [], 0
+        if files is None:
+            self.served_by = "scan"  # the index narrowed nothing: ripgrep reads every file
         grep = plan.grep(self.vault.root)
         counts = grep.count(files)
         plan.check()
