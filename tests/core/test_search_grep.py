@@ -91,3 +91,101 @@ def test_served_by_says_index_when_the_index_gives_the_files(engram: Engram) -> 
 def test_text_and_listing_are_served_by_the_index(engram: Engram) -> None:
     assert engram.search({"query": "foo"}).index.served_by == "index"
     assert engram.search({"tags": ["x"]}).index.served_by == "index"
+
+
+# -- the trigram index -------------------------------------------------------------------------
+
+
+def hits(res: Any) -> list[tuple[Any, ...]]:
+    return [(h.path, h.score, h.line, h.snippet, h.title) for h in res.results]
+
+
+@pytest.mark.parametrize(
+    ("query", "served", "found"),
+    [
+        pytest.param("foo", "index", ["repeats.md", "once.md"], id="literal"),
+        pytest.param("FOO AGAIN", "index", ["repeats.md"], id="case-and-space"),
+        pytest.param("title: N", "index", ["none.md"], id="frontmatter-is-searched"),
+        pytest.param("fo", "scan", ["repeats.md", "once.md"], id="shorter-than-a-trigram"),
+        pytest.param("zzz", "index", [], id="no-candidate"),
+    ],
+)
+def test_literal_from_the_trigram_index(
+    engram: Engram, query: str, served: str, found: list[str]
+) -> None:
+    res = engram.search({"query": query, "mode": "literal"})
+    assert res.index.served_by == served
+    assert [h.path for h in res.results] == found
+    assert hits(res) == hits(scanned(engram, query=query, mode="literal"))
+
+
+def test_regex_still_scans_without_filters(engram: Engram) -> None:
+    assert engram.search({"query": "foo", "mode": "regex"}).index.served_by == "scan"
+
+
+def test_bytes_the_index_cannot_hold_are_always_candidates(grep_vault: Path) -> None:
+    """Not UTF-8, or a NUL byte: no trigrams, yet ripgrep finds the literal in them."""
+    (grep_vault / "latin1.md").write_bytes(b"caf\xe9 foo bar\n")
+    (grep_vault / "nul.md").write_bytes(b"foo bar\n\x00\n")
+    with Engram(grep_vault) as e:
+        e.sync()
+        res = e.search({"query": "foo bar", "mode": "literal"})
+        assert res.index.served_by == "index"
+        assert {h.path for h in res.results} == {"latin1.md", "nul.md"}
+        assert hits(res) == hits(scanned(e, query="foo bar", mode="literal"))
+
+
+def test_the_trigram_index_follows_every_write(grep_vault: Path) -> None:
+    from engram_ls.core.sync import Change
+
+    def found(e: Engram, query: str) -> list[str]:
+        res = e.search({"query": query, "mode": "literal"})
+        assert res.index.served_by == "index"
+        return sorted(h.path for h in res.results)
+
+    with Engram(grep_vault) as e:
+        e.sync()
+        (grep_vault / "once.md").write_text("quartz crystal\n", encoding="utf-8")
+        e.apply_changes([Change("changed", "once.md")])
+        assert found(e, "quartz") == ["once.md"] and found(e, "foo") == ["repeats.md"]
+        e.move("once.md", "sub/moved.md")
+        assert found(e, "quartz") == ["sub/moved.md"]
+        (grep_vault / "sub" / "moved.md").unlink()
+        e.apply_changes([Change("deleted", "sub/moved.md")])
+        assert found(e, "quartz") == []
+        (grep_vault / "new.md").write_text("more quartz\n", encoding="utf-8")
+        e.sync()  # a reconcile
+        assert found(e, "quartz") == ["new.md"]
+        e.write_note("written.md", "quartz again\n")
+        assert found(e, "quartz") == ["new.md", "written.md"]
+
+
+def test_an_index_built_before_the_trigram_index_gets_it(grep_vault: Path) -> None:
+    import sqlite3
+
+    with Engram(grep_vault) as e:
+        e.sync()
+        idx = e.index.path
+    conn = sqlite3.connect(idx)
+    conn.execute("DROP TABLE notes_tri")
+    conn.execute("DROP TABLE tri_unindexed")
+    conn.execute("PRAGMA user_version = 3")
+    conn.commit()
+    conn.close()
+    with Engram(grep_vault) as e:
+        e.sync()
+        res = e.search({"query": "foo again", "mode": "literal"})
+        assert res.index.served_by == "index"
+        assert [h.path for h in res.results] == ["repeats.md"]
+
+
+def test_trigram_index_off_by_config(grep_vault: Path) -> None:
+    (grep_vault / ".engram").mkdir(exist_ok=True)
+    (grep_vault / ".engram" / "config.yaml").write_text("trigram_index: false\n")
+    with Engram(grep_vault) as e:
+        e.sync()
+        res = e.search({"query": "foo again", "mode": "literal"})
+        assert res.index.served_by == "scan"
+        assert [h.path for h in res.results] == ["repeats.md"]
+        with e.health.reading() as r:
+            assert r.conn.execute("SELECT count(*) FROM notes_tri").fetchone()[0] == 0
