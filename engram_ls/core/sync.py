@@ -318,8 +318,12 @@ class Syncer:
                 w = tx.enter_context(self.index.batch())
             if cold or report.full:
                 w.refresh_all_topics()
+                size = trigram.size_bytes(w.conn)
+                if size is not None:
+                    w.set_meta("trigram_bytes", size)
             w.set_state("ready")
             w.set_meta("fingerprint", self.fingerprint)
+            w.set_meta("trigram_index", int(self.config.trigram_index))
         db.release_memory(self.index.conn())
         report.generation = self.index.status().generation
         report.elapsed_s = time.perf_counter() - t0

@@ -189,3 +189,44 @@ def test_trigram_index_off_by_config(grep_vault: Path) -> None:
         assert [h.path for h in res.results] == ["repeats.md"]
         with e.health.reading() as r:
             assert r.conn.execute("SELECT count(*) FROM notes_tri").fetchone()[0] == 0
+
+
+# -- status ------------------------------------------------------------------------------------
+
+
+def test_status_shows_the_trigram_index_and_its_size(grep_vault: Path) -> None:
+    with Engram(grep_vault) as e:
+        e.sync()
+        st = e.status()
+        assert st.trigram_index is True and st.trigram_bytes is not None
+        assert st.trigram_bytes > 0
+    text = engram_in_process("status", str(grep_vault))
+    assert text.returncode == 0, text.stderr
+    assert "trigram:    on, " in text.stdout and " MB at the last full build" in text.stdout
+    js = engram_in_process("status", str(grep_vault), "--json")
+    data = json.loads(js.stdout)
+    assert data["trigram_index"] is True and data["trigram_bytes"] == st.trigram_bytes
+
+
+def test_status_says_when_the_trigram_index_is_off(grep_vault: Path) -> None:
+    (grep_vault / ".engram").mkdir(exist_ok=True)
+    (grep_vault / ".engram" / "config.yaml").write_text("trigram_index: false\n")
+    with Engram(grep_vault) as e:
+        e.sync()
+        st = e.status()
+        assert st.trigram_index is False and st.trigram_bytes is None
+    text = engram_in_process("status", str(grep_vault))
+    assert "trigram:    off (literal searches scan the files)" in text.stdout
+
+
+async def test_mcp_index_status_shows_the_trigram_index(grep_vault: Path) -> None:
+    from mcp import Client
+
+    from engram_ls.mcp_server.server import create_server
+
+    with Engram(grep_vault) as e:
+        e.sync()
+        async with Client(create_server(e)) as client:
+            r = await client.call_tool("index_status", {})
+            assert r.structured_content["trigram_index"] is True
+            assert r.structured_content["trigram_bytes"] > 0

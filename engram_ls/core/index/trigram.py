@@ -77,12 +77,24 @@ CANDIDATES_SQL = (
 
 
 def size_bytes(conn: sqlite3.Connection) -> int | None:
-    """Bytes the trigram index takes in the file, or None where SQLite cannot tell
-    (no ``dbstat`` table)."""
+    """Bytes the trigram index takes in the file, or None where SQLite cannot tell (no
+    ``dbstat`` table). Reads every page of its tables: 30-80 ms at 10,000 notes, so it is
+    measured when a build ends (``meta.trigram_bytes``), not on every status."""
+    marks = ",".join("?" * len(_SHADOWS))
     try:
         row = conn.execute(
-            "SELECT sum(pgsize) FROM dbstat WHERE name LIKE 'notes_tri%' OR name = 'tri_unindexed'"
+            f"SELECT sum(pgsize) FROM dbstat WHERE name IN ({marks})", _SHADOWS
         ).fetchone()
     except sqlite3.OperationalError:
         return None
     return int(row[0] or 0)
+
+
+_SHADOWS = (
+    "notes_tri_data",
+    "notes_tri_idx",
+    "notes_tri_content",
+    "notes_tri_docsize",
+    "notes_tri_config",
+    "tri_unindexed",
+)
