@@ -17,6 +17,7 @@ from typing import Any, TextIO
 from engram_ls import __version__
 from engram_ls.core.config import CONFIG_DIR
 from engram_ls.core.errors import EngramError, IndexUnavailable
+from engram_ls.core.index.store import IndexStatus
 from engram_ls.core.librarian import Librarian, LibrarianReport
 from engram_ls.core.search import RequestField, SearchResponse, request_fields
 from engram_ls.core.serialize import json_value
@@ -227,6 +228,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     out.write(f"problems:   {status.problems}\n")
     out.write(f"generation: {status.generation}\n")
     out.write(f"updated:    {status.updated_at or 'never'}\n")
+    out.write(f"trigram:    {_trigram_line(status)}\n")
     rev = status.source_revision
     if rev is not None:
         state = {True: "uncommitted changes", False: "clean", None: "changes unknown"}[rev.dirty]
@@ -238,6 +240,16 @@ def cmd_status(args: argparse.Namespace) -> int:
         where = f"{p['path']}:{p['line']}" if p.get("line") else p["path"]
         out.write(f"{where}: {p['code']}: {p['message']}\n")
     return EXIT_OK
+
+
+def _trigram_line(status: IndexStatus) -> str:
+    if status.trigram_index is None:
+        return "unknown (not built yet)"
+    if not status.trigram_index:
+        return "off (literal searches scan the files)"
+    if status.trigram_bytes is None:
+        return "on"
+    return f"on, {status.trigram_bytes / 1e6:.1f} MB at the last full build"
 
 
 def cmd_topics(args: argparse.Namespace) -> int:

@@ -93,7 +93,9 @@ def test_quick_benchmark_reports_every_metric(tmp_path: Path) -> None:
     assert sorted(vs["engram/search"]) == sorted(QUERIES)
     for name, row in vs["engram/search"].items():
         percentiles(row)
-        assert row["total"] >= 1 and row["served_by"] == "index", (name, row)
+        # a regex the index cannot narrow (no filter) is a ripgrep scan of every file
+        served = "scan" if name == "regex" else "index"
+        assert row["total"] >= 1 and row["served_by"] == served, (name, row)
     for name in WITH_RG:
         row = vs["engram/search"][name]
         assert sane(row["rg_ms"]) and sane(row["rg_ratio_p50"]), (name, row)

@@ -195,7 +195,7 @@ class Grep:
         """
         if files is not None and not files:
             return {}
-        args = [*self._args(), "--count-matches"]
+        args = [*self._args(), "--count"]
         counts: dict[str, int] = {}
         for path, rest in _records(args, files, self.root, self.deadline, self.cancel):
             with contextlib.suppress(ValueError):

@@ -216,8 +216,9 @@ class Engram:
             with self.health.reading(fresh=True, cancel=plan.cancel, deadline=plan.deadline) as r:
                 if r.servable:
                     self._fresh_enough(req, r.status)
-                    hits, total = IndexSearcher(r.conn, self.vault, self.config).run(plan)
-                    served = r.served("index")
+                    searcher = IndexSearcher(r.conn, self.vault, self.config)
+                    hits, total = searcher.run(plan)
+                    served = r.served(searcher.served_by)
         except db.Interrupted:
             plan.check()
             raise SearchTimeout("the search ran past its deadline") from None

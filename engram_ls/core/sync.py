@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from engram_ls.core.config import EngramConfig
 from engram_ls.core.errors import OutsideVault
-from engram_ls.core.index import db
+from engram_ls.core.index import db, trigram
 from engram_ls.core.index.rows import Batch, NoteRows, State, note_rows
 from engram_ls.core.index.store import Index, IndexStatus
 from engram_ls.core.model import Note
@@ -104,6 +104,7 @@ def config_fingerprint(config: EngramConfig) -> str:
         "summary_keys": config.summary_keys,
         "inline_tags": config.inline_tags,
         "max_note_bytes": config.limits.max_note_bytes,
+        "trigram_index": config.trigram_index,
     }
     return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -117,8 +118,9 @@ def digest(data: bytes) -> bytes:
     return hashlib.blake2b(data, digest_size=16).digest()
 
 
-Parsed = tuple[FileStat, bytes, Note | None]
-"""(stat of what was read, content hash, note — None when the hash matched ``known``)."""
+Parsed = tuple[FileStat, bytes, Note | None, bytes]
+"""(stat of what was read, content hash, note — None when the hash matched ``known``, the
+bytes read)."""
 
 
 def read_note(
@@ -138,8 +140,8 @@ def read_note(
     fs = FileStat(rel, st.st_mtime_ns, st.st_size)
     h = digest(data)
     if known is not None and h == known:
-        return fs, h, None
-    return fs, h, parse_note(rel, data, config)
+        return fs, h, None, data
+    return fs, h, parse_note(rel, data, config), data
 
 
 class Touched(NamedTuple):
@@ -158,10 +160,11 @@ def read_rows(root: str, rel: str, config: EngramConfig, known: bytes | None) ->
     parsed = read_note(root, rel, config, known)
     if parsed is None:
         return rel, known is None, None
-    st, h, note = parsed
+    st, h, note, data = parsed
     if note is None:
         return rel, False, Touched(st.mtime_ns, st.size)
-    return rel, known is None, note_rows(note, st.mtime_ns, st.size, h)
+    text = trigram.note_text(data, config.limits.max_note_bytes) if config.trigram_index else ""
+    return rel, known is None, note_rows(note, st.mtime_ns, st.size, h, text)
 
 
 def _die_with_parent(parent: int) -> None:
@@ -315,8 +318,12 @@ class Syncer:
                 w = tx.enter_context(self.index.batch())
             if cold or report.full:
                 w.refresh_all_topics()
+                size = trigram.size_bytes(w.conn)
+                if size is not None:
+                    w.set_meta("trigram_bytes", size)
             w.set_state("ready")
             w.set_meta("fingerprint", self.fingerprint)
+            w.set_meta("trigram_index", int(self.config.trigram_index))
         db.release_memory(self.index.conn())
         report.generation = self.index.status().generation
         report.elapsed_s = time.perf_counter() - t0

@@ -186,7 +186,8 @@ def test_literal_and_regex_with_filters(vault_copy: Callable[[str], Path], mode:
         engram.sync()
         query = "write-ahead log" if mode == "literal" else r"write-ahead\s+log"
         res = engram.search({"query": query, "mode": mode})
-        assert res.index.served_by == "index"
+        # literal: candidates from the trigram index; regex: no filter, ripgrep reads every file
+        assert res.index.served_by == ("index" if mode == "literal" else "scan")
         assert res.total >= 2
         for h in res.results:
             text = (engram.vault.root / h.path).read_text(encoding="utf-8").splitlines()

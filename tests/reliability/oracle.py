@@ -61,6 +61,13 @@ def contents(index_file: Path) -> Contents:
                     "SELECT rowid, title, summary, topics, body FROM notes_fts"
                 )
             ),
+            "trigram": sorted(
+                (path_of.get(r), text)
+                for r, text in conn.execute("SELECT rowid, text FROM notes_tri")
+            ),
+            "tri_unindexed": sorted(
+                path_of.get(n) for (n,) in conn.execute("SELECT note_id FROM tri_unindexed")
+            ),
             "meta": {
                 k: v
                 for k, v in conn.execute("SELECT key, value FROM meta")

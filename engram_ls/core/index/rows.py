@@ -14,6 +14,7 @@ from typing import Any, Literal, NamedTuple
 
 from engram_ls.core.index.schema import NO_DATE
 from engram_ls.core.index.symbol_match import char_mask
+from engram_ls.core.index.trigram import TABLES
 from engram_ls.core.links import link_key, stem_key
 from engram_ls.core.model import Note
 
@@ -53,9 +54,14 @@ class NoteRows(NamedTuple):
     stands for it)."""
     fts: tuple[str, str, str, str]
     has_problems: bool
+    trigram: str | None = ""
+    """The file's text for the trigram index; None when it cannot hold it (the note is then
+    a candidate of every literal search), ``""`` for no rows (trigram index off)."""
 
 
-def note_rows(note: Note, mtime_ns: int, size: int, digest: bytes) -> NoteRows:
+def note_rows(
+    note: Note, mtime_ns: int, size: int, digest: bytes, trigram: str | None = ""
+) -> NoteRows:
     problems_json = (
         json.dumps(
             [{"code": p.code, "message": p.message, "line": p.line} for p in note.problems],
@@ -92,6 +98,7 @@ def note_rows(note: Note, mtime_ns: int, size: int, digest: bytes) -> NoteRows:
         masks=(char_mask(values[10]), *(_heading_mask(h.text, values[10]) for h in note.headings)),
         fts=(note.title, note.summary or "", " ".join(note.topics), note.body),
         has_problems=bool(note.problems),
+        trigram=trigram,
     )
 
 
@@ -108,6 +115,8 @@ class _ChildRows:
     aliases: list[tuple[Any, ...]] = field(default_factory=list)
     names: list[tuple[Any, ...]] = field(default_factory=list)
     fts: list[tuple[Any, ...]] = field(default_factory=list)
+    tri: list[tuple[Any, ...]] = field(default_factory=list)
+    unindexed: list[tuple[Any, ...]] = field(default_factory=list)
 
 
 _CHILD_INSERTS = {
@@ -119,6 +128,8 @@ _CHILD_INSERTS = {
     "aliases": "INSERT OR IGNORE INTO aliases (key, note_id, name) VALUES (?, ?, ?)",
     "names": "INSERT OR IGNORE INTO names (day, note_id, line, mask, name) VALUES (?, ?, ?, ?, ?)",
     "fts": "INSERT INTO notes_fts (rowid, title, summary, topics, body) VALUES (?, ?, ?, ?, ?)",
+    "tri": "INSERT INTO notes_tri (rowid, text) VALUES (?, ?)",
+    "unindexed": "INSERT OR IGNORE INTO tri_unindexed (note_id) VALUES (?)",
 }
 """How each list of ``_ChildRows`` is written (one statement per table, in this order)."""
 
@@ -228,6 +239,10 @@ class Batch:
                 if mask:
                     out.names.append((rows.day, note_id, line, mask, text))
         out.fts.append((note_id, *rows.fts))
+        if rows.trigram is None:
+            out.unindexed.append((note_id,))
+        elif rows.trigram:
+            out.tri.append((note_id, rows.trigram))
 
     def _write_children(self, rows: _ChildRows) -> None:
         rows.names.sort()  # in key order: fewer pages touched in a large batch
@@ -254,6 +269,8 @@ class Batch:
         c.execute("DELETE FROM links WHERE note_id = ?", (note_id,))
         c.execute("DELETE FROM aliases WHERE note_id = ?", (note_id,))
         c.execute("DELETE FROM notes_fts WHERE rowid = ?", (note_id,))
+        c.execute("DELETE FROM notes_tri WHERE rowid = ?", (note_id,))
+        c.execute("DELETE FROM tri_unindexed WHERE note_id = ?", (note_id,))
 
     def clear(self) -> None:
         """Remove every note (a full rebuild that other processes can watch happen)."""
@@ -265,6 +282,7 @@ class Batch:
             "links",
             "aliases",
             "notes_fts",
+            *TABLES,
             "notes",
             "topics",
         ):

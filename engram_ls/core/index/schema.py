@@ -18,12 +18,16 @@ Layout:
   date order from one compact range and looks at the text of only those that hold every
   character of the query.
 - ``notes_fts``: FTS5 over title, summary, topics and body (rowid = ``notes.id``).
+- ``notes_tri``: FTS5 ``trigram`` (``detail=none``) over each note file's whole text, what
+  ripgrep searches (rowid = ``notes.id``); ``tri_unindexed``: the notes whose bytes it cannot
+  hold (``core.index.trigram``), candidates of every literal search. Both stay empty when the
+  config turns the trigram index off.
 - ``meta``: state, generation counter, timestamps, config fingerprint.
 """
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """Stored in ``PRAGMA user_version``. Bump on any change below: old indexes are rebuilt."""
 
 NO_DATE = ""
@@ -119,4 +123,15 @@ CREATE VIRTUAL TABLE notes_fts USING fts5 (
     title, summary, topics, body,
     tokenize = 'unicode61 remove_diacritics 2'
 );
+
+CREATE VIRTUAL TABLE notes_tri USING fts5 (
+    text,
+    tokenize = 'trigram',
+    detail = none,
+    columnsize = 0
+);
+
+CREATE TABLE tri_unindexed (
+    note_id  INTEGER PRIMARY KEY
+) STRICT;
 """

@@ -58,6 +58,12 @@ class IndexStatus:
     at}`` (reason ``corrupt``, ``wal-lost`` or ``version``); None when there is none."""
     source_revision: SourceRevision | None = None
     """The vault's git revision (``core/git.py``), filled in by the service's ``status``."""
+    trigram_index: bool | None = None
+    """Whether the index keeps the trigram index of note text (config ``trigram_index``, as
+    of the last sync); None before a sync recorded it."""
+    trigram_bytes: int | None = None
+    """Bytes the trigram index took in the index file when the last full build ended (None
+    when off or unknown)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -309,6 +315,7 @@ class Index:
     def status(self, conn: sqlite3.Connection | None = None) -> IndexStatus:
         meta = self.meta(conn)
         state = str(meta.get("state", "empty"))
+        on = meta.get("trigram_index")
         return IndexStatus(
             state=state if state in STATES else "failed",
             generation=int(meta.get("generation", 0) or 0),
@@ -319,6 +326,8 @@ class Index:
             path=str(self.path),
             fingerprint=meta.get("fingerprint"),
             moved_aside=_moved_aside(meta.get("moved_aside")),
+            trigram_index=None if on is None else bool(on),
+            trigram_bytes=int(meta["trigram_bytes"]) if on and "trigram_bytes" in meta else None,
         )
 
     def stats(self, under: str = "") -> dict[str, tuple[int, int]]:

@@ -21,8 +21,16 @@ from typing import Any
 
 from engram_ls.core.config import EngramConfig
 from engram_ls.core.globs import compile_glob
+from engram_ls.core.index import trigram
 from engram_ls.core.index.rows import folder_range
-from engram_ls.core.search.hits import Found, SearchHit, newest_first, page_hits, snippet_line
+from engram_ls.core.search.hits import (
+    Found,
+    SearchHit,
+    ServedBy,
+    newest_first,
+    page_hits,
+    snippet_line,
+)
 from engram_ls.core.search.plan import Plan
 from engram_ls.core.vault import Vault
 
@@ -176,9 +184,12 @@ class IndexSearcher:
         self.conn = conn
         self.vault = vault
         self.config = config
+        self.served_by: ServedBy = "index"
+        """Which path answered the last ``run``: ``scan`` when ripgrep read every file."""
         conn.create_function("engram_glob", 2, _glob_match, deterministic=True)
 
     def run(self, plan: Plan) -> tuple[list[SearchHit], int]:
+        self.served_by = "index"
         filters = self._filters(plan)
         if filters is None:
             return [], 0
@@ -326,7 +337,12 @@ class IndexSearcher:
 
     def _grep(self, plan: Plan, f: _Filters) -> tuple[list[SearchHit], int]:
         files: list[str] | None = None
-        if not f.empty:
+        candidates = self._trigram_candidates(plan, f)
+        if candidates is not None:
+            if not candidates:
+                return [], 0
+            files = candidates
+        elif not f.empty:
             ids_sql, params = f.ids_query(ordered=False)
             cap = int(self._note_count() * RG_FILE_SHARE) + 1
             files = [
@@ -341,6 +357,8 @@ class IndexSearcher:
                 files = None
             elif not files:
                 return [], 0
+        if files is None:
+            self.served_by = "scan"  # the index narrowed nothing: ripgrep reads every file
         grep = plan.grep(self.vault.root)
         counts = grep.count(files)
         plan.check()
@@ -366,6 +384,24 @@ class IndexSearcher:
             if m is not None:
                 r.extra["line"] = (m.line, m.text)
         return self._hits(plan, page), len(rows)
+
+    def _trigram_candidates(self, plan: Plan, f: _Filters) -> list[str] | None:
+        """Paths of the notes that can hold a literal match and pass the filters, from the
+        trigram index; None when it cannot narrow the query (off, a regex, no trigram)."""
+        if plan.mode != "literal" or not self.config.trigram_index:
+            return None
+        grams = trigram.query_trigrams(plan.query, plan.case_sensitive)
+        if not grams:
+            return None
+        where, params = f.topic_conditions("n")
+        clause = "".join(" AND " + c for c in where)
+        return [
+            str(r[0])
+            for r in self.conn.execute(
+                f"SELECT n.path FROM notes n WHERE n.id IN ({trigram.CANDIDATES_SQL}){clause}",
+                [trigram.match_expression(grams), *params],
+            )
+        ]
 
     def _note_count(self) -> int:
         row = self.conn.execute("SELECT value FROM meta WHERE key = 'notes'").fetchone()
