@@ -22,7 +22,8 @@ ONCE = "---\ntitle: Once\ntopics: [y]\ncreated_at: 2024-01-01\n---\nfoo foo foo 
 @pytest.fixture
 def grep_vault(tmp_path: Path) -> Path:
     root = tmp_path / "vault"
-    root.mkdir()
+    (root / ".engram").mkdir(parents=True)
+    (root / ".engram" / "config.yaml").write_text("trigram_index: true\n", encoding="utf-8")
     (root / "repeats.md").write_text(REPEATS, encoding="utf-8")
     (root / "once.md").write_text(ONCE, encoding="utf-8")
     (root / "none.md").write_text("---\ntitle: None\n---\nnothing here\n", encoding="utf-8")
@@ -230,3 +231,14 @@ async def test_mcp_index_status_shows_the_trigram_index(grep_vault: Path) -> Non
             r = await client.call_tool("index_status", {})
             assert r.structured_content["trigram_index"] is True
             assert r.structured_content["trigram_bytes"] > 0
+
+
+def test_the_trigram_index_is_off_by_default(tmp_path: Path) -> None:
+    """Until its cost to a cold build is cut: literal searches scan, and status says so."""
+    root = tmp_path / "plain"
+    root.mkdir()
+    (root / "a.md").write_text(ONCE, encoding="utf-8")
+    with Engram(root) as e:
+        e.sync()
+        assert e.status().trigram_index is False
+        assert e.search({"query": "foo foo", "mode": "literal"}).index.served_by == "scan"

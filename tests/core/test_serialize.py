@@ -85,6 +85,8 @@ CASES = [
             "path": "/v/.engram/index.sqlite",
             "moved_aside": {"path": "x"},
             "source_revision": None,
+            "trigram_index": None,
+            "trigram_bytes": None,
         },
         id="status-without-fingerprint",
     ),

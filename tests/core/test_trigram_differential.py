@@ -12,19 +12,27 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from engram_ls.core.config import load_config
 from engram_ls.core.service import Engram
 from tests.conftest import DATA, EXAMPLE, copy_tree
 
 VAULTS = {"example": EXAMPLE, **{p.name: p for p in sorted(DATA.iterdir()) if p.is_dir()}}
 
 
+def with_trigrams(root: Path) -> Engram:
+    """An Engram over ``root`` with its own configuration and the trigram index on."""
+    config, _ = load_config(root)
+    return Engram(root, config=config.model_copy(update={"trigram_index": True}))
+
+
 @pytest.fixture(scope="module")
 def engrams(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Engram]]:
     opened: dict[str, Engram] = {}
     for name, src in VAULTS.items():
-        e = Engram(copy_tree(src, tmp_path_factory.mktemp("tri") / name))
+        e = with_trigrams(copy_tree(src, tmp_path_factory.mktemp("tri") / name))
         e.open()
         e.sync()
+        assert e.status().trigram_index is True
         opened[name] = e
     yield opened
     for e in opened.values():
@@ -113,7 +121,7 @@ def test_unicode_case_rules_equal_the_scan(tmp_path: Path, query: str) -> None:
         encoding="utf-8",
     )
     (root / "b.md").write_text("Kelvin ss STRASSE\n", encoding="utf-8")
-    with Engram(root) as e:
+    with with_trigrams(root) as e:
         e.sync()
         for sensitive in (False, True):
             _compare(e, {"query": query, "mode": "literal", "case_sensitive": sensitive})
