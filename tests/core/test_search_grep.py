@@ -120,8 +120,14 @@ def test_literal_from_the_trigram_index(
     assert hits(res) == hits(scanned(engram, query=query, mode="literal"))
 
 
-def test_regex_still_scans_without_filters(engram: Engram) -> None:
-    assert engram.search({"query": "foo", "mode": "regex"}).index.served_by == "scan"
+def test_regex_from_the_trigrams_it_requires(engram: Engram) -> None:
+    """A regex that requires trigrams takes its candidates from the index; one that requires
+    none scans; both answer as the scan does."""
+    res = engram.search({"query": "fo+ foo", "mode": "regex"})
+    assert res.index.served_by == "index"
+    assert hits(res) == hits(scanned(engram, query="fo+ foo", mode="regex"))
+    res = engram.search({"query": r"\w+", "mode": "regex"})
+    assert res.index.served_by == "scan"
 
 
 def test_bytes_the_index_cannot_hold_are_always_candidates(grep_vault: Path) -> None:

@@ -126,3 +126,71 @@ def test_unicode_case_rules_equal_the_scan(tmp_path: Path, query: str) -> None:
         for sensitive in (False, True):
             _compare(e, {"query": query, "mode": "literal", "case_sensitive": sensitive})
             _compare(e, {"query": query + "lvin", "mode": "literal", "case_sensitive": sensitive})
+
+
+# -- regex: candidates from the trigrams the parsed pattern requires ---------------------------
+
+_META = set("\\.^$|?*+()[]{}#")
+
+
+def _plain(text: str) -> str:
+    """``text`` without regex metacharacters (and ``#``, which ``(?x)`` would read)."""
+    return "".join(c for c in text if c not in _META)
+
+
+@st.composite
+def patterns(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
+    """A regex over two pieces of one real line: a piece alone, two pieces with anything or
+    optional classes between them, an alternation of two, or a piece in a flag group."""
+    name, line = draw(st.sampled_from(LINES))
+    piece = st.integers(0, max(0, len(line) - 3)).flatmap(
+        lambda start: st.integers(1, min(12, len(line) - start)).map(
+            lambda size: _plain(line[start : start + size])
+        )
+    )
+    a, b = draw(piece), draw(piece)
+    if draw(st.booleans()):
+        a, b = a.swapcase(), b.swapcase()
+    shape = draw(st.sampled_from(["{a}", "{a}.*{b}", "({a}|{b})", "{a}[ _-]?{b}", "(?i:{a}){b}"]))
+    pattern = shape.format(a=a, b=b)
+    req = {"query": pattern, "mode": "regex", "limit": 1000}
+    if draw(st.booleans()):
+        req["case_sensitive"] = True
+    return name, req
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(case=patterns())
+def test_regex_index_path_equals_the_scan(engrams: dict[str, Engram], case: Any) -> None:
+    name, req = case
+    _compare(engrams[name], req)
+
+
+@pytest.mark.slow
+@settings(
+    max_examples=600, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(case=patterns())
+def test_regex_index_path_equals_the_scan_many(engrams: dict[str, Engram], case: Any) -> None:
+    name, req = case
+    _compare(engrams[name], req)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "served_by"),
+    [
+        (r"write-ahead\s+log", "index"),
+        (r"(?i)SQLITE.*wal", "index"),
+        (r"(vacuum|checkpoint)", "index"),
+        (r"\w+", "scan"),  # requires no trigram
+        (r"ab", "scan"),
+    ],
+)
+def test_regex_is_served_by_the_index_when_it_requires_trigrams(
+    engrams: dict[str, Engram], pattern: str, served_by: str
+) -> None:
+    req = {"query": pattern, "mode": "regex", "limit": 1000}
+    assert engrams["example"].search(req).index.served_by == served_by
+    _compare(engrams["example"], req)

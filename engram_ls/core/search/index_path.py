@@ -32,6 +32,7 @@ from engram_ls.core.search.hits import (
     snippet_line,
 )
 from engram_ls.core.search.plan import Plan
+from engram_ls.core.search.trigram_query import trigram_query
 from engram_ls.core.vault import Vault
 
 BM25_WEIGHTS = (10.0, 5.0, 5.0, 1.0)
@@ -386,12 +387,17 @@ class IndexSearcher:
         return self._hits(plan, page), len(rows)
 
     def _trigram_candidates(self, plan: Plan, f: _Filters) -> list[str] | None:
-        """Paths of the notes that can hold a literal match and pass the filters, from the
-        trigram index; None when it cannot narrow the query (off, a regex, no trigram)."""
-        if plan.mode != "literal" or not self.config.trigram_index:
+        """Paths of the notes that can hold a match and pass the filters, from the trigram
+        index; None when it cannot narrow the query (off, no trigram, a regex that requires
+        none)."""
+        if not self.config.trigram_index:
             return None
-        grams = trigram.query_trigrams(plan.query, plan.case_sensitive)
-        if not grams:
+        if plan.mode == "literal":
+            grams = trigram.query_trigrams(plan.query, plan.case_sensitive)
+            expression = trigram.match_expression(grams) if grams else None
+        else:  # regex: the trigrams every match must hold, from the parsed pattern
+            expression = trigram_query(plan.query, case_sensitive=plan.case_sensitive).fts5()
+        if expression is None:
             return None
         where, params = f.topic_conditions("n")
         clause = "".join(" AND " + c for c in where)
@@ -399,7 +405,7 @@ class IndexSearcher:
             str(r[0])
             for r in self.conn.execute(
                 f"SELECT n.path FROM notes n WHERE n.id IN ({trigram.CANDIDATES_SQL}){clause}",
-                [trigram.match_expression(grams), *params],
+                [expression, *params],
             )
         ]
 
