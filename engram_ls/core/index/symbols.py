@@ -94,9 +94,9 @@ SMALL_VAULT = 2 * PROBE_NOTES
 FTS_MAX_NOTES = 6000
 """Full-text candidates are read up to this many notes (about 2 µs a note)."""
 KEYS_MAX = 4000
-"""An exact, prefix or word-start tier is read from ``name_keys`` when its ranges hold up to
-this many keys (about 2 µs each); negative: never (tests and benchmarks compare both)."""
-KEYS_FEW = 500  # up to this many, the keys of tiers 0-2 are read at once, whatever tier
+"""Exact, prefix and word-start tiers are read from ``name_keys`` up to this many keys (not
+yet tuned at 100k); negative: never (tests and benchmarks compare both ways)."""
+KEYS_FEW = 500  # up to this many, the keys of tiers 0-2 are read at once
 SCAN_MAX = 20_000
 """Rows one scan of a table returns at most."""
 SPLIT_MIN_NOTES = 5000
