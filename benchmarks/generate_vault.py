@@ -46,7 +46,7 @@ import itertools
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from random import Random
 
@@ -145,20 +145,37 @@ COMMON_WORDS: tuple[str, ...] = ("index", "query", "system", "data", "release")
 _N_PSEUDO_WORDS = 3800
 
 
-def _pseudo_words(count: int, taken: set[str]) -> list[str]:
-    rng = Random(20240611)
+def _syllable_words(
+    count: int,
+    seed: int,
+    parts: tuple[Sequence[str], Sequence[str], Sequence[str]],
+    syllables: tuple[int, ...],
+    weights: tuple[int, ...],
+    *,
+    taken: Collection[str] = (),
+    min_len: int = 0,
+) -> list[str]:
+    """``count`` distinct words of ``syllables`` syllables (drawn with ``weights``), each an
+    onset, a vowel and a coda of ``parts``; none in ``taken`` or ``_RESERVED``."""
+    rng = Random(seed)
+    onsets, vowels, codas = parts
     words: list[str] = []
     seen = set(taken)
     while len(words) < count:
-        syllables = rng.choices((1, 2, 3), weights=(3, 6, 1))[0]
+        n = rng.choices(syllables, weights=weights)[0]
         word = "".join(
-            rng.choice(_ONSETS) + rng.choice(_VOWELS) + rng.choice(_CODAS) for _ in range(syllables)
+            rng.choice(onsets) + rng.choice(vowels) + rng.choice(codas) for _ in range(n)
         )
-        if len(word) < 3 or word in seen or word in _RESERVED:
+        if len(word) < min_len or word in seen or word in _RESERVED:
             continue
         seen.add(word)
         words.append(word)
     return words
+
+
+def _pseudo_words(count: int, taken: set[str]) -> list[str]:
+    parts = (_ONSETS, _VOWELS, _CODAS)
+    return _syllable_words(count, 20240611, parts, (1, 2, 3), (3, 6, 1), taken=taken, min_len=3)
 
 
 def _zipf_cum(count: int, s: float = 1.0, q: float = 2.7) -> list[float]:
@@ -187,19 +204,7 @@ LOW_ALPHABET = "klmntaio"
 def _low_alphabet_words(count: int) -> list[str]:
     """``count`` distinct words of 2-4 syllables (consonant, vowel, sometimes ``n``) over
     :data:`LOW_ALPHABET`, the most frequent (the Zipf ranking's top) first."""
-    rng = Random(80808)
-    onsets, vowels, codas = "klmnt", "aio", ["", "", "n"]
-    words: list[str] = []
-    seen = set(_RESERVED)
-    while len(words) < count:
-        syllables = rng.choices((2, 3, 4), weights=(5, 4, 1))[0]
-        word = "".join(
-            rng.choice(onsets) + rng.choice(vowels) + rng.choice(codas) for _ in range(syllables)
-        )
-        if word not in seen:
-            seen.add(word)
-            words.append(word)
-    return words
+    return _syllable_words(count, 80808, ("klmnt", "aio", ["", "", "n"]), (2, 3, 4), (5, 4, 1))
 
 
 LOW_ALPHABET_WORDS: tuple[str, ...] = tuple(_low_alphabet_words(len(_TITLE_WORDS)))
