@@ -1,6 +1,7 @@
 """Language server benchmark: everything through the real ``engram-ls`` over stdio.
 
     python benchmarks/bench_lsp.py VAULT [--index FILE] [--repeat N] [--no-cold] [--json OUT]
+                                         [--shape standard|low-alphabet]
 
 Three server sessions on VAULT, each a new ``engram-ls`` process (index file from ``--index``,
 passed as ENGRAM_INDEX; a temporary one when absent):
@@ -9,7 +10,8 @@ passed as ENGRAM_INDEX; a temporary one when absent):
    RSS of the server and its parse worker together.
 2. a VS Code-like client (dynamic file watching, file operations): warm start (process start,
    index present, nothing changed) to ready; ``engram/search`` over the query mix (with ``rg``
-   scanning the vault for the same text as the baseline, in the same run); ``workspace/symbol``;
+   scanning the vault for the same text as the baseline, in the same run); ``workspace/symbol``
+   (the queries of the vault's ``--shape``, ``benchlib.symbol_queries``);
    frontmatter completion; ``[[`` link completion; ``didSave`` → visible; 1,000 new files
    reported by ``workspace/didChangeWatchedFiles`` (create, then modify);
    ``workspace/didRenameFiles`` of their folder (exactly 1,000 notes); ``didDeleteFiles`` of it.
@@ -296,9 +298,9 @@ async def queries(s: Session, vault: Path, runs: int) -> dict[str, Any]:
     return rows
 
 
-async def symbols(s: Session, runs: int) -> dict[str, Any]:
+async def symbols(s: Session, runs: int, shape: str = "standard") -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for q in ("qu", g.RARE_WORDS[1][:6], "idxq", "memory leak"):
+    for q in b.symbol_queries(shape):
 
         async def sym(q: str = q) -> Any:
             return await s.client.workspace_symbol_async(types.WorkspaceSymbolParams(query=q))
@@ -508,7 +510,7 @@ async def watcher_live(s: Session, vault: Path) -> None:
 
 
 async def editor_session(
-    vault: Path, index: Path, preset: str, runs: int, *, full: bool
+    vault: Path, index: Path, preset: str, runs: int, *, full: bool, shape: str = "standard"
 ) -> dict[str, Any]:
     s = Session(vault, index, preset)
     out: dict[str, Any] = {"preset": preset}
@@ -519,7 +521,7 @@ async def editor_session(
         with b.RssSampler(s.pid, 0.1) as rss:
             if full:
                 out["engram/search"] = await queries(s, vault, runs)
-                out["workspace/symbol"] = await symbols(s, runs)
+                out["workspace/symbol"] = await symbols(s, runs, shape)
                 out.update(await completion_and_save(s, vault, runs))
                 out["link completion"] = await link_completion(s, vault, runs)
             if preset != "visual-studio-code":
@@ -536,7 +538,7 @@ async def editor_session(
 
 
 async def run_all(
-    vault: Path, index: Path, runs: int, *, cold_build: bool = True
+    vault: Path, index: Path, runs: int, *, cold_build: bool = True, shape: str = "standard"
 ) -> dict[str, Any]:
     vault = vault.resolve()
     if (vault / BENCH_DIR).exists():  # left by an interrupted run: the warm start drops it
@@ -545,7 +547,9 @@ async def run_all(
     if cold_build or not index.exists():
         out["cold_lsp"] = await cold_lsp(vault, index)
         out["cold_cli"] = await cold_cli(vault, index)
-    out["vscode"] = await editor_session(vault, index, "visual-studio-code", runs, full=True)
+    out["vscode"] = await editor_session(
+        vault, index, "visual-studio-code", runs, full=True, shape=shape
+    )
     out["neovim"] = await editor_session(vault, index, "neovim", runs, full=False)
     out["vault_notes"] = out["vscode"]["notes"]
     return out
@@ -558,6 +562,9 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=100, help="runs per request (time-capped)")
     ap.add_argument("--no-cold", action="store_true", help="reuse --index, skip the cold build")
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument(
+        "--shape", choices=g.SHAPES, default="standard", help="the vault's generator shape"
+    )
     args = ap.parse_args()
     tmp = None
     index = args.index
@@ -565,7 +572,9 @@ def main() -> int:
         tmp = Path(tempfile.mkdtemp(prefix="engram-bench-"))
         index = tmp / "index.sqlite"
     try:
-        out = asyncio.run(run_all(args.vault, index, args.repeat, cold_build=not args.no_cold))
+        out = asyncio.run(
+            run_all(args.vault, index, args.repeat, cold_build=not args.no_cold, shape=args.shape)
+        )
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)

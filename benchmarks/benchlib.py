@@ -215,6 +215,18 @@ def query_mix() -> list[tuple[str, dict[str, Any], dict[str, Any] | None]]:
     ]
 
 
+def symbol_queries(shape: str = "standard") -> tuple[str, ...]:
+    """The ``workspace/symbol`` queries of a vault shape (``generate_vault.SHAPES``): two
+    characters, a word's start, a whole word, and a loose subsequence. The standard shape's are
+    ``qu``, ``zephyr`` (a rare word's start), ``idxq`` and ``memory leak``; the low-alphabet
+    shape's are made of its eight letters: ``ta``, the start and the whole of its most frequent
+    name word (``tot``, ``toton``: exact and prefix matches all over the vault), ``kmlt``."""
+    if shape == "low-alphabet":
+        top = g.LOW_ALPHABET_WORDS[0]
+        return ("ta", top[:3], top, "kmlt")
+    return ("qu", g.RARE_WORDS[1][:6], "idxq", "memory leak")
+
+
 def rg_ms(root: Path, pattern: str, *, regex: bool = False, runs: int = 3) -> float:
     """Median wall time of ``rg`` listing the vault's notes that contain ``pattern``."""
     cmd = [rg_binary(), "--no-config", "--no-ignore", "-i", "-l", "--glob=*.md"]

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/generate_vault.py OUT_DIR --notes 100000 [--seed 1]
+    python benchmarks/generate_vault.py OUT_DIR --notes 100000 [--seed 1] [--shape low-alphabet]
 
 Writes ``N`` Markdown notes under ``OUT_DIR`` in folders ``area-XX/YYYY/`` (at most about 500
 notes per folder) and nothing else; a one-line summary goes to stderr. The same ``--notes`` and
@@ -17,6 +17,14 @@ date between 2018 and 2025 (``date:``, sometimes a ``created_at:`` timestamp) an
 ``summary``; 4 % of topic picks are title-cased (``Python``), as in real vaults. About 2 % of
 notes are messy, split evenly over: malformed YAML, tags as a comma string, a ``{{date}}``
 placeholder, no date, no frontmatter.
+
+Shapes (``--shape``, :data:`SHAPES`): ``standard`` (the default) as above; ``low-alphabet`` is
+the same vault (the same bodies, topics, dates, links and messy notes, the random draws being
+the same) except that every title and heading word is taken from :data:`LOW_ALPHABET_WORDS`,
+words of two to four syllables over the eight letters of :data:`LOW_ALPHABET` (``kalomi``,
+``tinan`` ...): names whose characters are nearly all the same, as in vaults written in another
+script or named by a pattern, where a filter by a name's set of characters passes almost every
+name. File names follow the titles.
 
 Query-mix constants (for benchmarks; stable across seeds):
 
@@ -38,15 +46,18 @@ import itertools
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from random import Random
 
 __all__ = [
     "COMMON_TOPICS",
     "COMMON_WORDS",
+    "LOW_ALPHABET",
+    "LOW_ALPHABET_WORDS",
     "RARE_TOPICS",
     "RARE_WORDS",
+    "SHAPES",
     "generate",
     "main",
 ]
@@ -134,20 +145,37 @@ COMMON_WORDS: tuple[str, ...] = ("index", "query", "system", "data", "release")
 _N_PSEUDO_WORDS = 3800
 
 
-def _pseudo_words(count: int, taken: set[str]) -> list[str]:
-    rng = Random(20240611)
+def _syllable_words(
+    count: int,
+    seed: int,
+    parts: tuple[Sequence[str], Sequence[str], Sequence[str]],
+    syllables: tuple[int, ...],
+    weights: tuple[int, ...],
+    *,
+    taken: Collection[str] = (),
+    min_len: int = 0,
+) -> list[str]:
+    """``count`` distinct words of ``syllables`` syllables (drawn with ``weights``), each an
+    onset, a vowel and a coda of ``parts``; none in ``taken`` or ``_RESERVED``."""
+    rng = Random(seed)
+    onsets, vowels, codas = parts
     words: list[str] = []
     seen = set(taken)
     while len(words) < count:
-        syllables = rng.choices((1, 2, 3), weights=(3, 6, 1))[0]
+        n = rng.choices(syllables, weights=weights)[0]
         word = "".join(
-            rng.choice(_ONSETS) + rng.choice(_VOWELS) + rng.choice(_CODAS) for _ in range(syllables)
+            rng.choice(onsets) + rng.choice(vowels) + rng.choice(codas) for _ in range(n)
         )
-        if len(word) < 3 or word in seen or word in _RESERVED:
+        if len(word) < min_len or word in seen or word in _RESERVED:
             continue
         seen.add(word)
         words.append(word)
     return words
+
+
+def _pseudo_words(count: int, taken: set[str]) -> list[str]:
+    parts = (_ONSETS, _VOWELS, _CODAS)
+    return _syllable_words(count, 20240611, parts, (1, 2, 3), (3, 6, 1), taken=taken, min_len=3)
 
 
 def _zipf_cum(count: int, s: float = 1.0, q: float = 2.7) -> list[float]:
@@ -165,6 +193,23 @@ _VOCAB_CUM = _zipf_cum(len(_VOCAB))
 # Titles, summaries and aliases use content words only (no function words).
 _TITLE_WORDS = _VOCAB[len(_BASE) :]
 _TITLE_CUM = _zipf_cum(len(_TITLE_WORDS), s=0.9, q=10.0)
+
+SHAPES: tuple[str, ...] = ("standard", "low-alphabet")
+"""The vault shapes :func:`generate` writes (see the module docstring)."""
+
+LOW_ALPHABET = "klmntaio"
+"""The letters of every title and heading word of the ``low-alphabet`` shape."""
+
+
+def _low_alphabet_words(count: int) -> list[str]:
+    """``count`` distinct words of 2-4 syllables (consonant, vowel, sometimes ``n``) over
+    :data:`LOW_ALPHABET`, the most frequent (the Zipf ranking's top) first."""
+    return _syllable_words(count, 80808, ("klmnt", "aio", ["", "", "n"]), (2, 3, 4), (5, 4, 1))
+
+
+LOW_ALPHABET_WORDS: tuple[str, ...] = tuple(_low_alphabet_words(len(_TITLE_WORDS)))
+"""Title and heading words of the ``low-alphabet`` shape, in the Zipf order of the standard
+title words they replace (``LOW_ALPHABET_WORDS[0]`` is the most frequent)."""
 
 # --------------------------------------------------------------------------------------------
 # Topics (fixed: independent of the seed)
@@ -284,8 +329,8 @@ def _carries(i: int, k: int, salt: int) -> bool:
     return (i + 1 + k * 251 + salt) % 1000 == 0
 
 
-def _title(rng: Random) -> list[str]:
-    return rng.choices(_TITLE_WORDS, cum_weights=_TITLE_CUM, k=rng.randint(2, 5))
+def _title(rng: Random, words: Sequence[str]) -> list[str]:
+    return rng.choices(words, cum_weights=_TITLE_CUM, k=rng.randint(2, 5))
 
 
 def _sentences(words: list[str], rng: Random) -> list[str]:
@@ -339,18 +384,26 @@ def _frontmatter(
     return "\n".join(lines) + "\n\n"
 
 
-def generate(out_dir: Path, notes: int, seed: int = 1, *, overwrite: bool = False) -> None:
-    """Write ``notes`` synthetic notes under ``out_dir`` (created if missing).
+def generate(
+    out_dir: Path, notes: int, seed: int = 1, *, overwrite: bool = False, shape: str = "standard"
+) -> None:
+    """Write ``notes`` synthetic notes of a shape (one of :data:`SHAPES`) under ``out_dir``
+    (created if missing).
 
     Raises ``FileExistsError`` when ``out_dir`` is not empty, unless ``overwrite`` is true (then
     files with the same names are replaced; other files are left alone).
     """
-    _generate(Path(out_dir), notes, seed, overwrite=overwrite)
+    _generate(Path(out_dir), notes, seed, overwrite=overwrite, shape=shape)
 
 
-def _generate(out_dir: Path, notes: int, seed: int, *, overwrite: bool) -> dict[str, int]:
+def _generate(
+    out_dir: Path, notes: int, seed: int, *, overwrite: bool, shape: str = "standard"
+) -> dict[str, int]:
     if notes < 0:
         raise ValueError("notes must be >= 0")
+    if shape not in SHAPES:
+        raise ValueError(f"unknown shape {shape!r}: one of {', '.join(SHAPES)}")
+    name_words: Sequence[str] = LOW_ALPHABET_WORDS if shape == "low-alphabet" else _TITLE_WORDS
     if out_dir.exists() and not overwrite and any(out_dir.iterdir()):
         raise FileExistsError(f"{out_dir} is not empty; use an empty or new directory")
     rng = Random(seed)
@@ -363,7 +416,7 @@ def _generate(out_dir: Path, notes: int, seed: int, *, overwrite: bool) -> dict[
     folders: list[str] = []
     for i in range(notes):
         date = dt.date.fromordinal(_DAY0 + rng.randrange(_NDAYS))
-        words = _title(rng)
+        words = _title(rng, name_words)
         dates.append(date)
         titles.append(words)
         stems.append("-".join(words) + f"-{i:06d}")
@@ -428,7 +481,7 @@ def _generate(out_dir: Path, notes: int, seed: int, *, overwrite: bool) -> dict[
         for h in range(n_head):
             level = "##" if h == 0 or rng.random() < 0.7 else "###"
             heading = " ".join(
-                rng.choices(_TITLE_WORDS, cum_weights=_TITLE_CUM, k=rng.randint(1, 4))
+                rng.choices(name_words, cum_weights=_TITLE_CUM, k=rng.randint(1, 4))
             ).capitalize()
             chunk = sentences[h * per : (h + 1) * per if h < n_head - 1 else len(sentences)]
             parts.append(f"{level} {heading}\n")
@@ -461,15 +514,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--overwrite", action="store_true", help="allow a non-empty OUT_DIR (same names replaced)"
     )
+    parser.add_argument(
+        "--shape", choices=SHAPES, default="standard", help="names of the notes (default standard)"
+    )
     args = parser.parse_args(argv)
     start = time.perf_counter()
     try:
-        stats = _generate(args.out_dir, args.notes, args.seed, overwrite=args.overwrite)
+        stats = _generate(
+            args.out_dir, args.notes, args.seed, overwrite=args.overwrite, shape=args.shape
+        )
     except (FileExistsError, ValueError) as exc:
         print(f"generate_vault: {exc}", file=sys.stderr)
         return 2
     seconds = round(time.perf_counter() - start, 2)
-    summary = {"out_dir": str(args.out_dir), "seed": args.seed, "seconds": seconds, **stats}
+    summary = {
+        "out_dir": str(args.out_dir),
+        "seed": args.seed,
+        "shape": args.shape,
+        "seconds": seconds,
+        **stats,
+    }
     print("generate_vault: " + json.dumps(summary, sort_keys=True), file=sys.stderr)
     return 0
 

@@ -4,12 +4,15 @@
                                     [--out benchmarks/results] [--chart PNG]
     python benchmarks/run_series.py --quick [--out DIR]     # ~2,000 notes, a few runs, < 1 min
     python benchmarks/run_series.py --chart-only            # redraw from the JSON in --out
+    python benchmarks/run_series.py --sizes 10000 --shape low-alphabet   # the second shape
 
 For each size: generate the vault under ``--vault-dir`` (reused when already generated with the
 same size and seed), then ``bench_lsp`` (cold build, warm start, the query mix with ``rg`` as
 the baseline, symbols, completion, save → visible, 1,000-file batches for a VS Code-like and a
 Neovim-like client) and ``bench_mcp`` (``search_notes`` round trips). One JSON file per size,
-``series-<label>.json``; the chart (matplotlib, optional) plots p95 latency against vault size.
+``series-<label>.json`` (``series-<label>-low-alphabet.json`` for ``--shape low-alphabet``,
+generate_vault.py's second shape, whose vault is ``vault-<notes>-low-alphabet``); the chart
+(matplotlib, optional) plots p95 latency against vault size.
 """
 
 from __future__ import annotations
@@ -75,24 +78,31 @@ def machine() -> dict[str, Any]:
     }
 
 
-def ensure_vault(vault_dir: Path, notes: int, seed: int = 1) -> Path:
+def shaped(name: str, shape: str) -> str:
+    """A file or folder name of the standard shape, or of another one."""
+    return name if shape == "standard" else f"{name}-{shape}"
+
+
+def ensure_vault(vault_dir: Path, notes: int, seed: int = 1, shape: str = "standard") -> Path:
     """The generated vault of ``notes`` notes, generated unless a finished one is there."""
-    vault = vault_dir / f"vault-{notes}"
-    stamp = vault_dir / f"vault-{notes}.generated.json"
-    want = {"notes": notes, "seed": seed}
+    vault = vault_dir / shaped(f"vault-{notes}", shape)
+    stamp = vault_dir / f"{vault.name}.generated.json"
+    want: dict[str, Any] = {"notes": notes, "seed": seed}
+    if shape != "standard":
+        want["shape"] = shape
     if vault.is_dir() and stamp.exists() and json.loads(stamp.read_text()) == want:
         return vault
     if vault.exists():
         shutil.rmtree(vault)
     t0 = time.perf_counter()
-    g.generate(vault, notes, seed)
+    g.generate(vault, notes, seed, shape=shape)
     print(f"generated {notes} notes in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     stamp.write_text(json.dumps(want))
     return vault
 
 
-async def run_size(vault: Path, index: Path, runs: int) -> dict[str, Any]:
-    lsp = await bench_lsp.run_all(vault, index, runs, cold_build=True)
+async def run_size(vault: Path, index: Path, runs: int, shape: str = "standard") -> dict[str, Any]:
+    lsp = await bench_lsp.run_all(vault, index, runs, cold_build=True, shape=shape)
     mcp = await bench_mcp.run(vault.resolve(), index, runs)
     return {"lsp": lsp, "mcp": mcp}
 
@@ -105,6 +115,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--chart", type=Path, default=None, help="PNG to draw (needs matplotlib)")
     ap.add_argument("--repeat", type=int, default=100, help="runs per request (time-capped)")
     ap.add_argument("--quick", action="store_true", help=f"{QUICK_NOTES:,} notes, few runs")
+    ap.add_argument(
+        "--shape", choices=g.SHAPES, default="standard", help="generator shape of the vaults"
+    )
     ap.add_argument("--chart-only", action="store_true", help="redraw from the JSON in --out")
     ap.add_argument(
         "--markdown", action="store_true", help="print the docs tables from the JSON in --out"
@@ -114,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     if out_dir is None and not args.quick:
         out_dir = HERE / "results"
     chart = args.chart
-    if chart is None and not args.quick:
+    if chart is None and not args.quick and args.shape == "standard":
         chart = HERE.parent / "docs" / "img" / "latency-by-size.png"
     if args.markdown:
         assert out_dir is not None
@@ -133,24 +146,25 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {}
     try:
         for notes in sizes:
-            vault = ensure_vault(vault_dir, notes)
-            index = vault_dir / f"index-{notes}.sqlite"
+            vault = ensure_vault(vault_dir, notes, shape=args.shape)
+            index = vault_dir / (shaped(f"index-{notes}", args.shape) + ".sqlite")
             t0 = time.perf_counter()
             data = {
-                "vault": f"generated, {notes:,} notes, seed 1",
+                "vault": f"generated, {notes:,} notes, seed 1, shape {args.shape}",
                 "notes": notes,
                 "date": dt.date.today().isoformat(),
                 "mode": "quick" if args.quick else "series",
                 "runs_per_request": runs,
                 "machine": machine(),
-                **asyncio.run(run_size(vault, index, runs)),
+                **asyncio.run(run_size(vault, index, runs, args.shape)),
             }
             data["seconds"] = round(time.perf_counter() - t0, 1)
             results[label(notes)] = data
             print(table(label(notes), data))
             if out_dir is not None:
                 out_dir.mkdir(parents=True, exist_ok=True)
-                path = out_dir / f"{'quick' if args.quick else 'series'}-{label(notes)}.json"
+                stem = f"{'quick' if args.quick else 'series'}-{label(notes)}"
+                path = out_dir / (shaped(stem, args.shape) + ".json")
                 path.write_text(json.dumps(data, indent=2) + "\n")
                 print(f"wrote {path}", file=sys.stderr)
     finally:

@@ -119,11 +119,11 @@ def vault_copy(tmp_path: Path) -> Callable[[str], Path]:
 def generated(tmp_path: Path) -> Callable[..., Path]:
     """A deterministic synthetic vault of N notes (benchmarks/generate_vault.py)."""
 
-    def make(notes: int, seed: int = 1, name: str = "gen") -> Path:
+    def make(notes: int, seed: int = 1, name: str = "gen", shape: str = "standard") -> Path:
         import generate_vault
 
         out = tmp_path / name
-        generate_vault.generate(out, notes, seed)
+        generate_vault.generate(out, notes, seed, shape=shape)
         return out
 
     return make

@@ -289,7 +289,13 @@ def check(conn: sqlite3.Connection, search: SymbolSearch, query: str, limit: int
 
 
 def set_windows(
-    monkeypatch: pytest.MonkeyPatch, probe: int, small: int, extend: int, fts: int, split: int
+    monkeypatch: pytest.MonkeyPatch,
+    probe: int,
+    small: int,
+    extend: int,
+    fts: int,
+    split: int,
+    keys: int = 150,
 ) -> None:
     """Scale the symbol search's thresholds down (the loose horizon off)."""
     for name, value in (
@@ -299,19 +305,26 @@ def set_windows(
         ("LOOSE_HORIZON", 10**6),
         ("FTS_MAX_NOTES", fts),
         ("SPLIT_MIN_NOTES", split),
+        ("KEYS_MAX", keys),
+        ("KEYS_FEW", keys // 5),
     ):
         monkeypatch.setattr(sym, name, value)
 
 
-def tiny_windows(monkeypatch: pytest.MonkeyPatch) -> None:
+def tiny_windows(monkeypatch: pytest.MonkeyPatch, keys: int = 10) -> None:
     """Windows of a few notes, so that the example vault takes every path."""
-    set_windows(monkeypatch, probe=2, small=3, extend=6, fts=3, split=1)
+    set_windows(monkeypatch, probe=2, small=3, extend=6, fts=3, split=1, keys=keys)
 
 
 @pytest.fixture
 def small_windows(monkeypatch: pytest.MonkeyPatch) -> None:
     """Scale the thresholds down so that a few hundred notes take every path."""
     set_windows(monkeypatch, probe=25, small=50, extend=60, fts=40, split=10)
+
+
+NO_KEYS = -1
+"""``KEYS_MAX`` that never reads ``name_keys``: the full-text and scan paths of before it."""
+KEY_MODES = [pytest.param(150, id="name-keys"), pytest.param(NO_KEYS, id="no-keys")]
 
 
 QUERIES = [
@@ -334,26 +347,69 @@ QUERIES = [
 ]
 
 
-@pytest.mark.usefixtures("small_windows")
-@pytest.mark.parametrize("parallel", [False, True], ids=["one-thread", "two-threads"])
-def test_strategies_agree_with_brute_force(
-    generated: Callable[..., Path], tmp_path: Path, parallel: bool
-) -> None:
-    root = generated(400)
-    with Engram(root, index_path=tmp_path / "ix.sqlite") as engram:
+LOW_ALPHABET_QUERIES = [
+    "t",
+    "ta",
+    "tot",
+    "toton",
+    "Toton kin",
+    "kalo",
+    "lima",
+    "mon",
+    "nontami",
+    "ktmn",
+    "kmlt",
+    "oooo",
+    "kkkkkk",
+    "tinanmo",
+    "ni na",
+    "qu",
+    "kal-",
+]
+"""Queries of the eight letters of the low-alphabet shape (and two of others)."""
+
+
+def run_queries(root: Path, index: Path, queries: list[str], parallel: bool) -> set[str]:
+    """Every query at three caps, checked against brute force; the strategies taken."""
+    with Engram(root, index_path=index) as engram:
         engram.sync()
         conn = engram.index.conn()
         runner = sym.second_thread(engram.index) if parallel else None
         paths_seen: set[str] = set()
-        for query in QUERIES:
+        for query in queries:
             for limit in (1, 7, 40):
                 with db.read_tx(conn):
                     search = SymbolSearch(conn, query, limit, runner=runner)
                     check(conn, search, query, limit)
                 paths_seen.update(search.stats)
-        # every strategy was exercised
-        assert {"window_rows", "window_extended", "fts_notes", "scan_rows", "scoped"} <= paths_seen
+    return paths_seen
+
+
+@pytest.mark.usefixtures("small_windows")
+@pytest.mark.parametrize("keys", KEY_MODES)
+@pytest.mark.parametrize("parallel", [False, True], ids=["one-thread", "two-threads"])
+@pytest.mark.parametrize("shape", ["standard", "low-alphabet"])
+def test_strategies_agree_with_brute_force(
+    generated: Callable[..., Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    parallel: bool,
+    keys: int,
+    shape: str,
+) -> None:
+    """Every strategy, with and without ``name_keys``, ranks exactly like brute force; on the
+    low-alphabet shape too (names over eight letters: every mask alike)."""
+    monkeypatch.setattr(sym, "KEYS_MAX", keys)
+    queries = QUERIES if shape == "standard" else LOW_ALPHABET_QUERIES
+    paths_seen = run_queries(generated(400, shape=shape), tmp_path / "ix.sqlite", queries, parallel)
+    # every strategy was exercised
+    assert {"window_rows", "scoped", "whole_0"} <= paths_seen
+    assert ("key_rows" in paths_seen) == (keys != NO_KEYS)
+    if shape == "standard":
+        assert "window_extended" in paths_seen
         assert {"whole_0", "whole_1", "whole_2", "whole_3"} & paths_seen
+        if keys == NO_KEYS:
+            assert {"fts_notes", "scan_rows"} <= paths_seen
 
 
 @pytest.mark.parametrize(
@@ -361,12 +417,17 @@ def test_strategies_agree_with_brute_force(
     ["e", "no", "CAFÉ", "café", "sqlite", "SQL", "memory", "mem leak", "wal", "é", "2024", "-"],
 )
 @pytest.mark.parametrize("limit", [1, 3, 10])
+@pytest.mark.parametrize("keys", [10, NO_KEYS], ids=["name-keys", "no-keys"])
 def test_tiny_windows_on_the_example_vault(
-    vault_copy: Callable[[str], Path], monkeypatch: pytest.MonkeyPatch, query: str, limit: int
+    vault_copy: Callable[[str], Path],
+    monkeypatch: pytest.MonkeyPatch,
+    query: str,
+    limit: int,
+    keys: int,
 ) -> None:
     """Undated notes, non-ASCII names, days shared by several notes: with windows of a few
     notes, every strategy still ranks exactly like brute force."""
-    tiny_windows(monkeypatch)
+    tiny_windows(monkeypatch, keys)
     with Engram(vault_copy("example")) as engram:
         engram.sync()
         conn = engram.index.conn()
@@ -453,6 +514,54 @@ def test_masks_tell_characters_apart() -> None:
     assert match.char_mask("!)") == match.char_mask("!") == match.char_mask(")")
 
 
+@pytest.mark.parametrize(
+    ("name", "keys"),
+    [
+        ("Toton kin", {"\x01toton ki", "kin"}),
+        ("Write-ahead log (WAL)", {"\x01write-ah", "ahead lo", "log (wal", "(wal)", "wal)"}),
+        ("Straße", {"\x01strasse"}),
+        ("a", {"\x01a"}),
+        ("x  y", {"\x01x  y", " y", "y"}),
+    ],
+)
+def test_name_keys(name: str, keys: set[str]) -> None:
+    assert match.name_keys(name) == keys
+
+
+NAMES = [
+    "Toton kin",
+    "SQLite field notes",
+    "Write-ahead log (WAL)",
+    "snake_case_name",
+    "Straße Ärger über",
+    "İstanbul notes",
+    "Ωμέγα plan",
+    "100% done_now",
+    "emoji 🙂 day",
+    "tab\there",
+    "a\x01b \x01c",
+    "very-long-name-of-a-heading-beyond-eight-characters and more",
+    "\U0010ffff\U0010ffffz end",
+]
+
+
+def test_every_tier_0_2_match_is_in_its_key_range() -> None:
+    """For every substring of these names that matches them in tier 0-2 (and for queries
+    longer than a key), a key of the name lies in the range the search reads."""
+    for name in NAMES:
+        folded = name.casefold()
+        keys = match.name_keys(name)
+        for i in range(len(folded)):
+            for j in range(i + 1, len(folded) + 1):
+                q = folded[i:j]
+                tier = match.tier_of(folded, q)
+                if tier is None or tier > WORD:
+                    continue
+                for t in range(tier, WORD + 1):  # the ranges of tier t hold tier t and better
+                    ranges = match.key_ranges(q, t)
+                    assert any(lo <= k <= hi for k in keys for lo, hi in ranges), (name, q, t)
+
+
 def names_rows(conn: sqlite3.Connection) -> set[tuple[str, str, int, int, str]]:
     """The names table, by path."""
     return set(
@@ -479,6 +588,19 @@ def expected_names(conn: sqlite3.Connection) -> set[tuple[str, str, int, int, st
     return out
 
 
+def keys_rows(conn: sqlite3.Connection) -> set[tuple[str, str, int, int]]:
+    return set(conn.execute("SELECT key, day, note_id, line FROM name_keys"))
+
+
+def expected_keys(conn: sqlite3.Connection) -> set[tuple[str, str, int, int]]:
+    """What ``name_keys`` must hold: the keys of every row of ``names``."""
+    return {
+        (key, day, nid, line)
+        for day, nid, line, name in conn.execute("SELECT day, note_id, line, name FROM names")
+        for key in match.name_keys(name)
+    }
+
+
 def test_the_names_table_follows_every_write(vault_copy: Callable[[str], Path]) -> None:
     root = vault_copy("example")
     note = root / "projects" / "renamed-often.md"
@@ -486,6 +608,7 @@ def test_the_names_table_follows_every_write(vault_copy: Callable[[str], Path]) 
         engram.sync()
         conn = engram.index.conn()
         assert names_rows(conn) == expected_names(conn)
+        assert keys_rows(conn) == expected_keys(conn)
         before = len(names_rows(conn))
         note.write_text(
             "---\ntitle: Über plan\ncreated: 2021-03-04\n---\n# Über plan\n\n## Ärger\n"
@@ -494,6 +617,7 @@ def test_the_names_table_follows_every_write(vault_copy: Callable[[str], Path]) 
         )
         engram.sync()
         assert names_rows(conn) == expected_names(conn)
+        assert keys_rows(conn) == expected_keys(conn)
         assert len(names_rows(conn)) == before + 3  # the title, two headings (# Über plan: no)
         # a new date, title and headings: the rows of the old date go
         note.write_text(
@@ -503,6 +627,7 @@ def test_the_names_table_follows_every_write(vault_copy: Callable[[str], Path]) 
         engram.sync()
         got = names_rows(conn)
         assert got == expected_names(conn)
+        assert keys_rows(conn) == expected_keys(conn)
         mine = sorted(r for r in got if r[0] == "projects/renamed-often.md")
         assert [(d, line, name) for _, d, line, _, name in mine] == [
             ("2025-06-07", 0, "Later plan"),
@@ -512,10 +637,12 @@ def test_the_names_table_follows_every_write(vault_copy: Callable[[str], Path]) 
         note.write_text("# Undated idea\n\ntext\n", encoding="utf-8")
         engram.sync()
         assert names_rows(conn) == expected_names(conn)
+        assert keys_rows(conn) == expected_keys(conn)
         assert ("projects/renamed-often.md", "", 0) in {r[:3] for r in names_rows(conn)}
         note.unlink()
         engram.sync()
         assert names_rows(conn) == expected_names(conn)
+        assert keys_rows(conn) == expected_keys(conn)
         assert len(names_rows(conn)) == before
 
 

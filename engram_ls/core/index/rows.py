@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
 from engram_ls.core.index.schema import NO_DATE
-from engram_ls.core.index.symbol_match import char_mask
+from engram_ls.core.index.symbol_match import char_mask, name_keys
 from engram_ls.core.index.trigram import TABLES
 from engram_ls.core.links import link_key, stem_key
 from engram_ls.core.model import Note
@@ -114,6 +114,7 @@ class _ChildRows:
     links: list[tuple[Any, ...]] = field(default_factory=list)
     aliases: list[tuple[Any, ...]] = field(default_factory=list)
     names: list[tuple[Any, ...]] = field(default_factory=list)
+    name_keys: list[tuple[Any, ...]] = field(default_factory=list)
     fts: list[tuple[Any, ...]] = field(default_factory=list)
     tri: list[tuple[Any, ...]] = field(default_factory=list)
     unindexed: list[tuple[Any, ...]] = field(default_factory=list)
@@ -127,6 +128,7 @@ _CHILD_INSERTS = {
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
     "aliases": "INSERT OR IGNORE INTO aliases (key, note_id, name) VALUES (?, ?, ?)",
     "names": "INSERT OR IGNORE INTO names (day, note_id, line, mask, name) VALUES (?, ?, ?, ?, ?)",
+    "name_keys": "INSERT OR IGNORE INTO name_keys (key, day, note_id, line) VALUES (?, ?, ?, ?)",
     "fts": "INSERT INTO notes_fts (rowid, title, summary, topics, body) VALUES (?, ?, ?, ?, ?)",
     "tri": "INSERT INTO notes_tri (rowid, text) VALUES (?, ?)",
     "unindexed": "INSERT OR IGNORE INTO tri_unindexed (note_id) VALUES (?)",
@@ -231,6 +233,7 @@ class Batch:
         out.links.extend((note_id, *link) for link in rows.links)
         out.aliases.extend((key, note_id, name) for key, name in rows.aliases)
         title_mask, *masks = rows.masks
+        first_name = len(out.names)
         out.names.append((rows.day, note_id, 0, title_mask, rows.values[3]))  # values[3]: title
         lines: set[int] = set()
         for (line, _level, text), mask in zip(rows.headings, masks, strict=True):
@@ -238,6 +241,8 @@ class Batch:
                 lines.add(line)
                 if mask:
                     out.names.append((rows.day, note_id, line, mask, text))
+        for day, nid, line, _mask, name in out.names[first_name:]:
+            out.name_keys.extend((key, day, nid, line) for key in name_keys(name))
         out.fts.append((note_id, *rows.fts))
         if rows.trigram is None:
             out.unindexed.append((note_id,))
@@ -246,6 +251,7 @@ class Batch:
 
     def _write_children(self, rows: _ChildRows) -> None:
         rows.names.sort()  # in key order: fewer pages touched in a large batch
+        rows.name_keys.sort()
         for kind, sql in _CHILD_INSERTS.items():
             values = getattr(rows, kind)
             if values:
@@ -255,11 +261,15 @@ class Batch:
         """Delete a note's child rows; before its ``notes`` row changes (``names`` is found
         by the note's date)."""
         c = self.conn
-        c.execute(
-            "DELETE FROM names WHERE day = (SELECT coalesce(created_at, ?) FROM notes"
-            " WHERE id = ?) AND note_id = ?",
-            (NO_DATE, note_id, note_id),
+        where = (
+            " WHERE day = (SELECT coalesce(created_at, ?) FROM notes WHERE id = ?) AND note_id = ?"
         )
+        old = c.execute("SELECT day, line, name FROM names" + where, (NO_DATE, note_id, note_id))
+        c.executemany(
+            "DELETE FROM name_keys WHERE key = ? AND day = ? AND note_id = ? AND line = ?",
+            [(key, day, note_id, line) for day, line, name in old for key in name_keys(name)],
+        )
+        c.execute("DELETE FROM names" + where, (NO_DATE, note_id, note_id))
         for (tid,) in c.execute(
             "SELECT topic_id FROM note_topics WHERE note_id = ?", (note_id,)
         ).fetchall():
@@ -279,6 +289,7 @@ class Batch:
             "note_topics",
             "headings",
             "names",
+            "name_keys",
             "links",
             "aliases",
             "notes_fts",

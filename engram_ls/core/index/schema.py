@@ -17,6 +17,11 @@ Layout:
   (``core.index.symbol_match.char_mask``), so that a search reads the names of the newest notes in
   date order from one compact range and looks at the text of only those that hold every
   character of the query.
+- ``name_keys``: the places a name of ``names`` can match a query at a word: its start
+  (``core.index.symbol_match.START`` and the folded name's first characters) and every word
+  start after it (the folded text from there), each cut to ``symbol_match.KEY_CHARS``
+  characters, so that the exact, prefix and word-start matches of the whole vault are a range
+  of this table, whatever the names' characters.
 - ``notes_fts``: FTS5 over title, summary, topics and body (rowid = ``notes.id``).
 - ``notes_tri``: FTS5 ``trigram`` (``detail=none``) over each note file's whole text, what
   ripgrep searches (rowid = ``notes.id``); ``tri_unindexed``: the notes whose bytes it cannot
@@ -27,7 +32,7 @@ Layout:
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """Stored in ``PRAGMA user_version``. Bump on any change below: old indexes are rebuilt."""
 
 NO_DATE = ""
@@ -103,6 +108,14 @@ CREATE TABLE names (
     mask     INTEGER NOT NULL,
     name     TEXT NOT NULL,
     PRIMARY KEY (day, note_id, line)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE name_keys (
+    key      TEXT NOT NULL,
+    day      TEXT NOT NULL,
+    note_id  INTEGER NOT NULL,
+    line     INTEGER NOT NULL,
+    PRIMARY KEY (key, day, note_id, line)
 ) STRICT, WITHOUT ROWID;
 
 CREATE TABLE links (

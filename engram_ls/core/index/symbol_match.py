@@ -146,6 +146,45 @@ def char_mask(folded: str) -> int:
     return mask
 
 
+KEY_CHARS = 8
+"""Characters of a name kept in one ``name_keys`` key (longer queries are looked up by their
+first ones, then checked). Stored in the index: changing it means a new schema version."""
+START = "\x01"
+"""Marks the key of a name's start (exact and prefix matches) among its word starts."""
+
+
+def name_keys(name: str) -> set[str]:
+    """The ``name_keys`` keys of a name: :data:`START` and its folded start, then the folded
+    text from every later word start (after a character that is neither a letter nor a digit,
+    as in :func:`tier_of`), each cut to :data:`KEY_CHARS` characters. Every name of tier 0-2
+    for a folded query ``q`` has a key starting with :func:`key_range`'s prefix."""
+    folded = name.casefold()
+    keys = {START + folded[:KEY_CHARS]}
+    for i in range(1, len(folded)):
+        if not folded[i - 1].isalnum():
+            keys.add(folded[i : i + KEY_CHARS])
+    return keys
+
+
+def key_range(q: str, *, start: bool) -> tuple[str, str]:
+    """The ``name_keys`` range (inclusive bounds) holding every key that starts with the folded
+    query ``q`` cut to :data:`KEY_CHARS` (at a name's start when ``start``, else at a later
+    word start)."""
+    prefix = (START if start else "") + q[:KEY_CHARS]
+    return prefix, prefix + "\U0010ffff" * (KEY_CHARS + 1)
+
+
+def key_ranges(q: str, tier: int) -> list[tuple[str, str]]:
+    """The ``name_keys`` ranges holding a key of every name of tier ``tier`` (0-2) or better
+    for the folded query ``q``: for exact matches, the one key of names starting with ``q``
+    cut to :data:`KEY_CHARS` (``q`` itself when shorter); for prefix matches, the names'
+    starts; for word starts, the later word starts too."""
+    first = key_range(q, start=True)
+    if tier == EXACT:
+        return [(first[0], first[0])]
+    return [first] if tier == PREFIX else [first, key_range(q, start=False)]
+
+
 def _like_char(ch: str) -> str:
     if ch in "%_\\":
         return "\\" + ch
@@ -237,7 +276,9 @@ __all__ = [
     "EXACT",
     "FTS_MIN_CHARS",
     "FUZZY",
+    "KEY_CHARS",
     "PREFIX",
+    "START",
     "TIERS",
     "TOPIC_READ_BYTES",
     "WORD",
@@ -249,7 +290,10 @@ __all__ = [
     "day_number",
     "fts_phrase",
     "is_subsequence",
+    "key_range",
+    "key_ranges",
     "match_tier",
+    "name_keys",
     "normalize",
     "rank",
     "tier_of",

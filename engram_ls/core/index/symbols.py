@@ -26,10 +26,13 @@ them. Each tier is filled only as far as the result needs, best tier first:
   words stop here, after a few hundred notes. When the window holds some matches but too few,
   and a window of at most :data:`EXTEND_NOTES` notes should hold enough, it grows once.
 - Exact, prefix and word-start matches all start at a word. When they are too few in the
-  window, the full-text index gives every note whose title or body holds the query's words
-  as a phrase (a superset: headings are part of the body), and their names are read; with too
-  many such notes, one scan of every title and heading (two threads when the caller provides
-  a second connection) completes the tier, and the next tiers that look sparse as well.
+  window, ``name_keys`` (every name's start and word starts, cut to a few characters) gives
+  every name of the tier as one or two ranges, whatever characters the names are made of
+  (the masks pass nearly every name of a vault whose names share a small alphabet); with too
+  many keys there, the full-text index gives every note whose title or body holds the query's
+  words as a phrase (a superset: headings are part of the body), and their names are read;
+  with too many such notes, one scan of every title and heading (two threads when the caller
+  provides a second connection) completes the tier, and the next tiers that look sparse too.
 - Loose matches short in the window are read from a window grown to the horizon (its older
   half on a second thread), or, in a vault within the horizon, by one scan with
   ``LIKE '%a%b%c%'`` (which SQLite gives up on at the first character it cannot find).
@@ -64,6 +67,7 @@ from engram_ls.core.index.symbol_match import (
     char_mask,
     day_number,
     fts_phrase,
+    key_ranges,
     match_tier,
     normalize,
     tier_of,
@@ -89,6 +93,10 @@ SMALL_VAULT = 2 * PROBE_NOTES
 """Vaults up to this many notes are read whole by one scan."""
 FTS_MAX_NOTES = 6000
 """Full-text candidates are read up to this many notes (about 2 µs a note)."""
+KEYS_MAX = 4000
+"""Exact, prefix and word-start tiers are read from ``name_keys`` up to this many keys (not
+yet tuned at 100k); negative: never (tests and benchmarks compare both ways)."""
+KEYS_FEW = 500  # up to this many, the keys of tiers 0-2 are read at once
 SCAN_MAX = 20_000
 """Rows one scan of a table returns at most."""
 SPLIT_MIN_NOTES = 5000
@@ -103,6 +111,12 @@ thread would otherwise wait for."""
 Row = tuple[int, int, str, str | None, str, str]
 """(note id, line — 0 for the title —, name, note date, note title, note path)."""
 _COLS = "n.created_at, n.title, n.path"
+_KEYED = (
+    f"SELECT s.note_id, s.line, s.name, {_COLS} FROM name_keys k CROSS JOIN names s"
+    " ON s.day = k.day AND s.note_id = k.note_id AND s.line = k.line"
+    " CROSS JOIN notes n ON n.id = s.note_id WHERE k.key BETWEEN ? AND ?"
+)
+"""The names whose keys lie in one range of ``name_keys``, as :data:`Row` s."""
 
 # -- a second connection for scans -------------------------------------------------------------
 
@@ -224,9 +238,8 @@ class SymbolSearch:
         self.stats[f"whole_{t}"] = 1
         if t == FUZZY:
             self._loose()
-        elif self._words_from_fts():
-            for u in TIERS[: WORD + 1]:
-                self.complete[u] = True
+        elif self._words_from_keys(t) or self._words_from_fts():
+            return
         else:
             self._scan(self._scan_level(t, need))
 
@@ -500,9 +513,25 @@ class SymbolSearch:
 
     # -- reading a tier whole -------------------------------------------------------------
 
+    def _words_from_keys(self, t: int) -> bool:
+        """Complete tiers 0-2 from ``name_keys`` (``symbol_match.key_ranges``) when they have
+        up to :data:`KEYS_FEW` keys, else tiers 0-``t`` up to :data:`KEYS_MAX`; or False."""
+        sql = "SELECT count(*) FROM (SELECT 1 FROM name_keys WHERE key BETWEEN ? AND ? LIMIT ?)"
+        for level, most in [(WORD, KEYS_FEW), (t, KEYS_MAX)] if KEYS_MAX >= 0 else ():
+            ranges = key_ranges(self.q, level)
+            keys = sum(self.conn.execute(sql, (*r, most + 1)).fetchone()[0] for r in ranges)
+            self.stats["key_rows"] = self.stats.get("key_rows", 0) + keys
+            if keys <= most:
+                for r in ranges:
+                    self._add(self.conn.execute(_KEYED, r).fetchall())
+                for u in TIERS[: level + 1]:
+                    self.complete[u] = True
+                return True
+        return False
+
     def _words_from_fts(self) -> bool:
-        """Every exact, prefix and word-start match, through the full-text index; False when
-        it cannot serve (see :func:`fts_phrase`) or would give too many notes."""
+        """Every exact, prefix and word-start match, through the full-text index, completing
+        tiers 0-2; False when it cannot serve (:func:`fts_phrase`) or would give too many notes."""
         phrase = fts_phrase(self.raw)
         if phrase is None:
             return False
@@ -535,6 +564,8 @@ class SymbolSearch:
                 return False
             raise
         self._add(rows)
+        for u in TIERS[: WORD + 1]:
+            self.complete[u] = True
         return True
 
     def _equal_titles(self) -> None:
