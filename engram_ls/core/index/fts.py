@@ -71,13 +71,14 @@ def parse_query(query: str) -> list[Term]:
     return terms
 
 
+def quoted(text: str) -> str:
+    """``text`` as one FTS5 string (a ``"`` inside doubled): never read as syntax."""
+    return '"' + text.replace('"', '""') + '"'
+
+
 def to_fts(terms: list[Term]) -> str:
     """Render terms as an FTS5 query: each a quoted string, ``*`` outside the quotes for prefix."""
-    parts: list[str] = []
-    for term in terms:
-        literal = '"' + " ".join(term.tokens).replace('"', '""') + '"'
-        parts.append(literal + ("*" if term.prefix else ""))
-    return " ".join(parts)
+    return " ".join(quoted(" ".join(t.tokens)) + ("*" if t.prefix else "") for t in terms)
 
 
 _FTS_TABLE = re.search(r"CREATE VIRTUAL TABLE notes_fts USING fts5 \(.*?\);", DDL, re.DOTALL)

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import sqlite3
 
+from engram_ls.core.index.fts import quoted
+
 MAX_TRIGRAMS = 12
 """Trigrams of a query AND-ed in one lookup (spread over the query); each narrows less than the
 one before, and any subset still gives a superset of the matches."""
@@ -66,7 +68,7 @@ def query_trigrams(query: str, case_sensitive: bool) -> list[str]:
 
 def match_expression(grams: list[str]) -> str:
     """The FTS5 query AND-ing ``grams``, each a quoted string of one trigram."""
-    return " AND ".join('"' + g.replace('"', '""') + '"' for g in grams)
+    return " AND ".join(quoted(g) for g in grams)
 
 
 CANDIDATES_SQL = (

@@ -39,6 +39,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from engram_ls.core.index.fts import quoted
+
 MAX_PATTERN_CHARS = 4096
 """Longer patterns get no requirement (the search request caps a query at 1,000 characters)."""
 MAX_DEPTH = 64
@@ -595,17 +597,13 @@ def _encodable(pattern: str) -> bool:
     return True
 
 
-def _fts5_string(text: str) -> str:
-    return '"' + text.replace('"', '""') + '"'
-
-
 def fts5_match(query: Query) -> str | None:
     """The query as an FTS5 MATCH expression over a ``trigram``-tokenized table: quoted
     3-character strings joined by AND/OR, each compound part in parentheses. None for ``ALL``
     (every note is a candidate: scan)."""
     if query.is_all:
         return None
-    parts = [_fts5_string(t) for t in sorted(query.trigrams)]
+    parts = [quoted(t) for t in sorted(query.trigrams)]
     for sub in query.subs:
         rendered = fts5_match(sub)
         if rendered is not None:
