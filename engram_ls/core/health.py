@@ -10,7 +10,6 @@ scans the files or raises ``IndexUnavailable``, as its use case says.
 
 from __future__ import annotations
 
-import calendar
 import contextlib
 import dataclasses
 import logging
@@ -24,6 +23,7 @@ from typing import TypeVar
 
 from engram_ls.core.errors import EngramError, IndexUnavailable, NotFound
 from engram_ls.core.index import db
+from engram_ls.core.index.rows import iso_epoch
 from engram_ls.core.index.store import Index, IndexStatus
 from engram_ls.core.search import IndexInfo, ServedBy
 
@@ -218,8 +218,7 @@ class IndexHealth:
         known = [] if self.synced_at is None else [self.synced_at]
         if status.state == "ready" and status.updated_at:
             with contextlib.suppress(ValueError):
-                stamp = time.strptime(status.updated_at, "%Y-%m-%dT%H:%M:%SZ")
-                known.append(float(calendar.timegm(stamp)))
+                known.append(iso_epoch(status.updated_at))
         if not known:
             return None
         return max(0.0, (time.time() - max(known)) * 1000)

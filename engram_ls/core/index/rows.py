@@ -5,6 +5,7 @@ commits it).
 
 from __future__ import annotations
 
+import calendar
 import json
 import sqlite3
 import time
@@ -22,8 +23,17 @@ State = Literal["empty", "building", "ready", "stale", "failed"]
 STATES: tuple[State, ...] = ("empty", "building", "ready", "stale", "failed")
 
 
+ISO_SECONDS = "%Y-%m-%dT%H:%M:%SZ"
+"""How the index stamps its changes (``meta.updated_at``): UTC, whole seconds."""
+
+
 def now_iso() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return time.strftime(ISO_SECONDS, time.gmtime())
+
+
+def iso_epoch(stamp: str) -> float:
+    """Seconds since the epoch of a stamp written by ``now_iso``; ValueError otherwise."""
+    return float(calendar.timegm(time.strptime(stamp, ISO_SECONDS)))
 
 
 def folder_range(folder: str) -> tuple[str, str]:
