@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 from engram_ls.core.errors import IndexUnavailable
 from engram_ls.core.git import SourceRevision
 from engram_ls.core.index import db
+from engram_ls.core.index.impacts import ImpactCache
 from engram_ls.core.index.rows import (
     STATES,
     Batch,
@@ -92,6 +93,8 @@ class Index:
         """The copy moved aside by the last replacement, until the new file records it."""
         self._helper: ThreadPoolExecutor | None = None
         """The helper thread (``submit``), from its first use until ``close``."""
+        self.impacts = ImpactCache(self._reader)
+        """Postings of frequent words for exact top-k ranking (``impacts``)."""
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -275,6 +278,10 @@ class Index:
             self._local.epoch = self._epoch
         return conn
 
+    def _reader(self) -> sqlite3.Connection:
+        """A new connection of its own, for a thread that reads apart from the others."""
+        return (db.connect_read_only if self.read_only else db.connect)(self.path)
+
     def submit(self, fn: Callable[..., T], *args: Any) -> Future[T]:
         """Run ``fn(*args)`` on the index's helper thread, with a connection of its own
         (``conn`` there): the second thread of a symbol scan. One thread, started on first
@@ -295,6 +302,7 @@ class Index:
         another thread is using can crash the process. The helper thread's connection
         closes as that thread ends.
         """
+        self.impacts.clear()
         with self._lock:
             self._epoch += 1
             helper, self._helper = self._helper, None

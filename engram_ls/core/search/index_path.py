@@ -21,7 +21,7 @@ from typing import Any
 
 from engram_ls.core.config import EngramConfig
 from engram_ls.core.globs import compile_glob
-from engram_ls.core.index import trigram
+from engram_ls.core.index import impacts, trigram
 from engram_ls.core.index.rows import folder_range
 from engram_ls.core.search.hits import (
     Found,
@@ -37,6 +37,9 @@ from engram_ls.core.vault import Vault
 
 BM25_WEIGHTS = (10.0, 5.0, 5.0, 1.0)
 """Column weights for title, summary, topics, body."""
+ALLOWED_MAX = 60_000
+"""Filtered notes up to this many are ranked from a frequent word's postings (``impacts``);
+more are left to FTS5, which then ranks no more rows than fetching them would cost."""
 PROBE_MAX = 3000
 """Text matches up to this many are checked row by row against the filters."""
 RG_FILE_SHARE = 0.6
@@ -181,10 +184,18 @@ class _Filters:
 class IndexSearcher:
     """Answers a plan from the index, inside the caller's read snapshot."""
 
-    def __init__(self, conn: sqlite3.Connection, vault: Vault, config: EngramConfig) -> None:
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        vault: Vault,
+        config: EngramConfig,
+        word_postings: impacts.ImpactCache | None = None,
+    ) -> None:
         self.conn = conn
         self.vault = vault
         self.config = config
+        self.word_postings = word_postings
+        """Frequent words' postings, for exact top-k ranking without FTS5 ranking every row."""
         self.served_by: ServedBy = "index"
         """Which path answered the last ``run``: ``scan`` when ripgrep read every file."""
         conn.create_function("engram_glob", 2, _glob_match, deterministic=True)
@@ -283,6 +294,9 @@ class IndexSearcher:
         matched = self._fts_count(plan)
         if matched == 0:
             return [], 0
+        from_postings = self._from_postings(plan, f, matched)
+        if from_postings is not None:
+            return from_postings
         if f.empty:
             total = matched
             ranked = self.conn.execute(
@@ -319,6 +333,34 @@ class IndexSearcher:
                 total = 0
             ranked = [(i, r) for i, r, _ in rows]
         return self._ranked_hits(plan, ranked), int(total)
+
+    def _from_postings(
+        self, plan: Plan, f: _Filters, matched: int
+    ) -> tuple[list[SearchHit], int] | None:
+        """A one-word query of a frequent word, ranked from its postings: the same hits,
+        scores, order and total as FTS5's ranking; None when they cannot answer."""
+        if self.word_postings is None or matched < impacts.MIN_MATCHES or not _one_word(plan):
+            return None
+        word = plan.terms[0].tokens[0]
+        postings = self.word_postings.current(self.conn, word, BM25_WEIGHTS, matched)
+        if postings is None:
+            return None
+        sizes = impacts.totals(self.conn)
+        if sizes is None:
+            return None
+        allowed: set[int] | None = None
+        total = matched
+        if not f.empty:
+            ids_sql, params = f.ids_query(ordered=False)
+            allowed = {
+                int(r[0])
+                for r in self.conn.execute(f"{ids_sql} LIMIT ?", [*params, ALLOWED_MAX + 1])
+            }
+            if len(allowed) > ALLOWED_MAX:
+                return None
+            total = len(postings.ids & allowed)
+        best = impacts.top(postings, *sizes, plan.offset + plan.limit, allowed)
+        return self._ranked_hits(plan, best[plan.offset :]), total
 
     def _fts_count(self, plan: Plan) -> int:
         return int(
@@ -452,6 +494,14 @@ class IndexSearcher:
             ):
                 out[str(k)] = str(name)
         return out
+
+
+def _one_word(plan: Plan) -> bool:
+    """Whether the query is one whole word (no phrase, prefix or raw FTS5 syntax)."""
+    if plan.raw_fts or len(plan.terms) != 1:
+        return False
+    term = plan.terms[0]
+    return len(term.tokens) == 1 and not term.prefix
 
 
 def _positional(plan: Plan) -> bool:

@@ -1,0 +1,228 @@
+"""Exact top-k ranking of a frequent word from its postings (``core/index/impacts.py``): the
+same hits, scores, order and total as FTS5's ``bm25()`` ranking of every matching row.
+
+The postings path answers words in 5,000 notes or more; here the threshold is lowered so that
+every word of small vaults (a generated one, the fixture vaults with their Unicode and messy
+notes) takes it, and each answer is compared with FTS5's, query by query."""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from engram_ls.core.index import db, impacts
+from engram_ls.core.search.index_path import BM25_WEIGHTS, IndexSearcher
+from engram_ls.core.search.plan import make_plan
+from engram_ls.core.search.request import parse_request
+from engram_ls.core.service import Engram
+from tests.conftest import DATA, EXAMPLE, copy_tree
+
+WEIGHTS = tuple(BM25_WEIGHTS)
+MIN_MATCHES = impacts.MIN_MATCHES
+
+
+@pytest.fixture(scope="module")
+def low_threshold() -> Iterator[None]:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(impacts, "MIN_MATCHES", 1)
+        mp.setattr(impacts, "HOT_WORDS", 10_000)
+        yield
+
+
+@pytest.fixture(scope="module")
+def vaults(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Engram]]:
+    import generate_vault
+
+    base = tmp_path_factory.mktemp("impacts")
+    roots = {"generated": base / "generated"}
+    generate_vault.generate(roots["generated"], 1200, 3)
+    for src in [EXAMPLE, *sorted(p for p in DATA.iterdir() if p.is_dir())]:
+        roots[src.name] = copy_tree(src, base / src.name)
+    opened = {}
+    for name, root in roots.items():
+        e = Engram(root)
+        e.open()
+        e.sync()
+        opened[name] = e
+    yield opened
+    for e in opened.values():
+        e.close()
+
+
+def _words(e: Engram) -> list[tuple[str, int]]:
+    conn = e.index.conn()
+    impacts.vocabulary(conn)
+    conn.execute(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.test_rows USING fts5vocab(main, notes_fts, row)"
+    )
+    return [(str(t), int(n)) for t, n in conn.execute("SELECT term, doc FROM temp.test_rows")]
+
+
+def _fts5_ranking(conn: Any, word: str) -> list[tuple[int, float]]:
+    w = ", ".join(str(x) for x in WEIGHTS)
+    return [
+        (int(i), float(r))
+        for i, r in conn.execute(
+            f"SELECT rowid, bm25(notes_fts, {w}) AS r FROM notes_fts WHERE notes_fts MATCH ?"
+            " ORDER BY r, rowid",
+            ('"' + word.replace('"', '""') + '"',),
+        )
+    ]
+
+
+def test_scores_are_fts5s_bit_for_bit_for_every_note_of_every_word(
+    vaults: dict[str, Engram],
+) -> None:
+    checked = 0
+    for name, e in vaults.items():
+        conn = e.index.conn()
+        impacts.vocabulary(conn)
+        words = _words(e)
+        rng = random.Random(name)
+        sample = words if len(words) <= 400 else rng.sample(words, 400)
+        with db.read_tx(conn):
+            rows, tokens = impacts.totals(conn) or (0, 0)
+            for word, _ in sample:
+                postings = impacts.read_postings(conn, word, WEIGHTS)
+                want = _fts5_ranking(conn, word)
+                assert postings.count == len(want), (name, word)
+                assert impacts.top(postings, rows, tokens, len(want)) == want, (name, word)
+                for k in (1, 3, 50):
+                    assert impacts.top(postings, rows, tokens, k) == want[:k], (name, word, k)
+                checked += 1
+    assert checked > 1000
+
+
+def _answer(e: Engram, request: dict[str, Any], postings: impacts.ImpactCache | None) -> Any:
+    plan = make_plan(parse_request(request), e.vault, e.config, None)
+    conn = e.index.conn()
+    with db.read_tx(conn):
+        searcher = IndexSearcher(conn, e.vault, e.config, postings)
+        hits, total = searcher.run(plan)
+    return [(h.path, h.score, h.line, h.snippet) for h in hits], total
+
+
+@st.composite
+def requests(draw: st.DrawFn, e: Engram, words: list[str], topics: list[str]) -> dict[str, Any]:
+    request: dict[str, Any] = {"query": draw(st.sampled_from(words))}
+    if topics and draw(st.booleans()):
+        tags = draw(st.lists(st.sampled_from(topics), min_size=1, max_size=3, unique=True))
+        if draw(st.booleans()):
+            tags[-1] = "-" + tags[-1]
+        request["tags"] = tags
+        request["tags_mode"] = draw(st.sampled_from(["any", "all"]))
+    if draw(st.booleans()):
+        year = draw(st.integers(2017, 2026))
+        request["date_from"] = f"{year}-01-01"
+        if draw(st.booleans()):
+            request["date_to"] = f"{year + draw(st.integers(0, 3))}-06-30"
+    if draw(st.integers(0, 4)) == 0:
+        request["path"] = draw(st.sampled_from(["area-00", "area-01/2019", "*.md", "**/b*"]))
+    request["limit"] = draw(st.sampled_from([1, 5, 20, 50, 100]))
+    request["offset"] = draw(st.sampled_from([0, 0, 0, 1, 7, 60]))
+    return request
+
+
+def _differential(vaults: dict[str, Engram], data: st.DataObject) -> None:
+    name = data.draw(st.sampled_from(sorted(vaults)))
+    e = vaults[name]
+    words = [w for w, _ in _words(e) if w.isalnum()]
+    topics = [t.name for t in e.topics(limit=50)]
+    request = data.draw(requests(e, words, topics))
+    cache = impacts.ImpactCache(lambda: db.connect(e.index.path))
+    assert cache.read(request["query"], WEIGHTS) is not None
+    assert cache.words() == [request["query"]]
+    assert _answer(e, request, cache) == _answer(e, request, None), (name, request)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_postings_answer_as_fts5_ranks(
+    low_threshold: None, vaults: dict[str, Engram], data: st.DataObject
+) -> None:
+    _differential(vaults, data)
+
+
+@pytest.mark.slow
+@settings(max_examples=2000, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_postings_answer_as_fts5_ranks_many(
+    low_threshold: None, vaults: dict[str, Engram], data: st.DataObject
+) -> None:
+    _differential(vaults, data)
+
+
+def _wait_for(cache: impacts.ImpactCache, word: str) -> None:
+    deadline = time.monotonic() + 30
+    while word not in cache.words():
+        assert time.monotonic() < deadline, "the postings were never read"
+        time.sleep(0.02)
+
+
+def test_a_word_searched_twice_is_answered_from_postings_until_the_index_changes(
+    low_threshold: None, generated: Any
+) -> None:
+    root = generated(300, 5)
+    e = Engram(root)
+    e.open()
+    try:
+        e.sync()
+        cache = e.index.impacts
+        first = e.search({"query": "index"})
+        assert cache.words() == []  # one search reads nothing
+        second = e.search({"query": "index"})
+        _wait_for(cache, "index")
+        third = e.search({"query": "index"})
+        assert first.total > 50
+        assert [(h.path, h.score) for h in first.results] == [
+            (h.path, h.score) for h in second.results
+        ]
+        assert [(h.path, h.score) for h in third.results] == [
+            (h.path, h.score) for h in first.results
+        ]
+        assert third.total == first.total
+
+        # A new note that holds the word many times in its title: the postings read before
+        # the change no longer answer, and the answer has the new note first.
+        note = root / "new-note.md"
+        note.write_text("---\ntitle: index index index\n---\nindex index\n", encoding="utf-8")
+        e.sync()
+        changed = e.search({"query": "index"})
+        assert changed.total == first.total + 1
+        assert changed.results[0].path == "new-note.md"
+        assert _same(changed, e.search({"query": "index"}))
+    finally:
+        e.close()
+    assert e.index.impacts.words() == []  # closing the index forgets them
+
+
+def _same(a: Any, b: Any) -> bool:
+    def key(r: Any) -> Any:
+        return json.dumps([(h.path, h.score) for h in r.results]), r.total
+
+    return bool(key(a) == key(b))
+
+
+def test_a_search_never_reads_postings_for_rare_words(
+    generated: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(impacts, "MIN_MATCHES", MIN_MATCHES)  # whatever ran before
+    root = generated(200, 2)
+    e = Engram(Path(root))
+    e.open()
+    try:
+        e.sync()
+        for _ in range(3):
+            e.search({"query": "index"})
+        time.sleep(0.2)
+        assert e.index.impacts.words() == []  # 200 notes: far below MIN_MATCHES
+    finally:
+        e.close()
