@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engram_ls.core.index import db, impacts
+from engram_ls.core.index.fts import tokenize
 from engram_ls.core.search.index_path import BM25_WEIGHTS, IndexSearcher
 from engram_ls.core.search.plan import make_plan
 from engram_ls.core.search.request import parse_request
@@ -66,14 +67,26 @@ def _words(e: Engram) -> list[tuple[str, int]]:
     return [(str(t), int(n)) for t, n in conn.execute("SELECT term, doc FROM temp.test_rows")]
 
 
-def _fts5_ranking(conn: Any, word: str) -> list[tuple[int, float]]:
+def _phrases(e: Engram, rng: random.Random, n: int) -> list[tuple[str, ...]]:
+    """Runs of two or three consecutive words of the notes' text (phrases that occur)."""
+    bodies = [str(b) for (b,) in e.index.conn().execute("SELECT body FROM notes_fts")]
+    out: list[tuple[str, ...]] = []
+    for _ in range(n):
+        tokens = tokenize(rng.choice(bodies)) if bodies else []
+        if len(tokens) >= 3:
+            i = rng.randrange(len(tokens) - 2)
+            out.append(tuple(tokens[i : i + rng.choice((2, 2, 3))]))
+    return out
+
+
+def _fts5_ranking(conn: Any, tokens: tuple[str, ...]) -> list[tuple[int, float]]:
     w = ", ".join(str(x) for x in WEIGHTS)
     return [
         (int(i), float(r))
         for i, r in conn.execute(
             f"SELECT rowid, bm25(notes_fts, {w}) AS r FROM notes_fts WHERE notes_fts MATCH ?"
             " ORDER BY r, rowid",
-            ('"' + word.replace('"', '""') + '"',),
+            (impacts.fts5_string(tokens),),
         )
     ]
 
@@ -87,18 +100,20 @@ def test_scores_are_fts5s_bit_for_bit_for_every_note_of_every_word(
         impacts.vocabulary(conn)
         words = _words(e)
         rng = random.Random(name)
-        sample = words if len(words) <= 400 else rng.sample(words, 400)
+        sample = [(w,) for w, _ in (words if len(words) <= 300 else rng.sample(words, 300))]
+        sample += _phrases(e, rng, 100)
         with db.read_tx(conn):
             rows, tokens = impacts.totals(conn) or (0, 0)
-            for word, _ in sample:
-                postings = impacts.read_postings(conn, word, WEIGHTS)
-                want = _fts5_ranking(conn, word)
-                assert postings.count == len(want), (name, word)
-                assert impacts.top(postings, rows, tokens, len(want)) == want, (name, word)
+            for term in sample:
+                postings = impacts.read_postings(conn, term, WEIGHTS)
+                want = _fts5_ranking(conn, term)
+                assert postings.usable, (name, term)
+                assert postings.count == len(want), (name, term)
+                assert impacts.top(postings, rows, tokens, len(want)) == want, (name, term)
                 for k in (1, 3, 50):
-                    assert impacts.top(postings, rows, tokens, k) == want[:k], (name, word, k)
+                    assert impacts.top(postings, rows, tokens, k) == want[:k], (name, term, k)
                 checked += 1
-    assert checked > 1000
+    assert checked > 1200
 
 
 def _answer(e: Engram, request: dict[str, Any], postings: impacts.ImpactCache | None) -> Any:
@@ -111,8 +126,9 @@ def _answer(e: Engram, request: dict[str, Any], postings: impacts.ImpactCache | 
 
 
 @st.composite
-def requests(draw: st.DrawFn, e: Engram, words: list[str], topics: list[str]) -> dict[str, Any]:
-    request: dict[str, Any] = {"query": draw(st.sampled_from(words))}
+def requests(draw: st.DrawFn, terms: list[tuple[str, ...]], topics: list[str]) -> dict[str, Any]:
+    term = draw(st.sampled_from(terms))
+    request: dict[str, Any] = {"query": term[0] if len(term) == 1 else '"' + " ".join(term) + '"'}
     if topics and draw(st.booleans()):
         tags = draw(st.lists(st.sampled_from(topics), min_size=1, max_size=3, unique=True))
         if draw(st.booleans()):
@@ -134,12 +150,15 @@ def requests(draw: st.DrawFn, e: Engram, words: list[str], topics: list[str]) ->
 def _differential(vaults: dict[str, Engram], data: st.DataObject) -> None:
     name = data.draw(st.sampled_from(sorted(vaults)))
     e = vaults[name]
-    words = [w for w, _ in _words(e) if w.isalnum()]
+    terms: list[tuple[str, ...]] = [(w,) for w, _ in _words(e) if w.isalnum()]
+    terms += _phrases(e, random.Random(name), 50)
     topics = [t.name for t in e.topics(limit=50)]
-    request = data.draw(requests(e, words, topics))
+    request = data.draw(requests(terms, topics))
     cache = impacts.ImpactCache(lambda: db.connect(e.index.path))
-    assert cache.read(request["query"], WEIGHTS) is not None
-    assert cache.words() == [request["query"]]
+    term = tuple(tokenize(request["query"]))
+    postings = cache.read(term, WEIGHTS)
+    assert postings is not None and postings.usable
+    assert cache.words() == [term]
     assert _answer(e, request, cache) == _answer(e, request, None), (name, request)
 
 
@@ -160,9 +179,9 @@ def test_postings_answer_as_fts5_ranks_many(
     _differential(vaults, data)
 
 
-def _wait_for(cache: impacts.ImpactCache, word: str) -> None:
+def _wait_for(cache: impacts.ImpactCache, term: tuple[str, ...]) -> None:
     deadline = time.monotonic() + 30
-    while word not in cache.words():
+    while term not in cache.words():
         assert time.monotonic() < deadline, "the postings were never read"
         time.sleep(0.02)
 
@@ -179,7 +198,7 @@ def test_a_word_searched_twice_is_answered_from_postings_until_the_index_changes
         first = e.search({"query": "index"})
         assert cache.words() == []  # one search reads nothing
         second = e.search({"query": "index"})
-        _wait_for(cache, "index")
+        _wait_for(cache, ("index",))
         third = e.search({"query": "index"})
         assert first.total > 50
         assert [(h.path, h.score) for h in first.results] == [

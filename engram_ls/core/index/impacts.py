@@ -1,29 +1,31 @@
-"""Exact top-k BM25 for a frequent word: its postings ordered by impact, beside FTS5.
+"""Exact top-k BM25 for a frequent word or phrase: its postings ordered by impact, beside FTS5.
 
 FTS5 ranks a query by calling ``bm25()`` on every row that matches and sorting them all: a word
 in half of 100,000 notes costs 40 ms or more however few results are asked for. For a query of
-one word, FTS5's score of a note is (fts5_aux.c)
+one word or one phrase, FTS5's score of a note is (fts5_aux.c)
 
     -idf * (f * (k1 + 1)) / (f + k1 * (1 - b + b * D / avgdl))
 
-where ``f`` is the word's weighted count in the note (each occurrence adds its column's
-weight), ``D`` the note's number of tokens, and ``idf`` and ``avgdl`` are the same for every
-note of the query. The score improves with ``f`` and worsens with ``D``: among the notes that
-share one ``f``, ordering by (``D``, rowid) is ordering by (score, rowid). So the first k of
-every ``f`` group hold the best k of all, and a group can be left at its first note that
-scores worse than the k-th best found so far.
+where ``f`` is the weighted count of the word (of the phrase's starts) in the note, each adding
+its column's weight, ``D`` the note's number of tokens, and ``idf`` and ``avgdl`` are the same
+for every note of the query. The score improves with ``f`` and worsens with ``D``: among the
+notes that share one ``f``, ordering by (``D``, rowid) is ordering by (score, rowid). So the
+first k of every ``f`` group hold the best k of all, and a group can be left at its first note
+that scores worse than the k-th best found so far.
 
-:class:`Postings` are a word's notes grouped by ``f`` and sorted by (``D``, rowid), read from
-FTS5 itself (the ``fts5vocab`` instance table and the ``docsize`` shadow table), so they are
-FTS5's own counts. Scores are computed with the same operations in the same order as
-fts5_aux.c, in IEEE doubles: bit for bit FTS5's, which tests check against ``bm25()`` on every
+:class:`Postings` are the notes grouped by ``f`` and sorted by (``D``, rowid), read from FTS5
+itself (the ``fts5vocab`` instance table, with token offsets for a phrase, and the ``docsize``
+shadow table), so the counts are FTS5's own; a reading whose notes are not exactly those FTS5
+matches is never used. Scores are computed with the same operations in the same order as
+fts5_aux.c, in IEEE doubles: bit for bit FTS5's, which tests check against ``bm25()`` for every
 note of generated vaults. Totals come from FTS5's ``averages`` record of the same snapshot.
 
-Postings are read on a background thread the second time a frequent word is searched (a
-one-off search, such as the CLI's, never pays for them), for the index generation that
-thread's snapshot saw. A search uses them only when its own snapshot is at that generation
-and FTS5 counts as many matches as they hold; otherwise FTS5 ranks as it always did. Either
-way the results, scores, order and total are the same.
+Postings are read on a background thread the second time a word or phrase in
+``MIN_MATCHES`` notes or more is ranked by FTS5 (so a one-off search, such as the CLI's, never
+pays for them), in the state of that thread's snapshot, whose generation they keep. A search
+uses them only when its own snapshot is at that generation; otherwise FTS5 ranks as it always
+did (and the postings are read again). Either way the hits, scores, order and total are the
+same.
 """
 
 from __future__ import annotations
@@ -103,16 +105,24 @@ class Group:
 
 @dataclass(frozen=True, slots=True)
 class Postings:
-    word: str
+    tokens: tuple[str, ...]
+    """The word, or the words of a phrase, as FTS5 stores them."""
     weights: tuple[float, ...]
     generation: int
     groups: tuple[Group, ...]
     """By ``f``, highest first."""
     ids: frozenset[int]
+    usable: bool
+    """FTS5 matches exactly these notes (False: it tokenizes the query otherwise)."""
 
     @property
     def count(self) -> int:
         return len(self.ids)
+
+
+def fts5_string(tokens: Sequence[str]) -> str:
+    """The FTS5 query matching ``tokens`` as one phrase (a quoted string)."""
+    return '"' + " ".join(tokens).replace('"', '""') + '"'
 
 
 def vocabulary(conn: sqlite3.Connection) -> None:
@@ -130,18 +140,44 @@ def vocabulary(conn: sqlite3.Connection) -> None:
         conn.execute(f"PRAGMA query_only = {'ON' if was else 'OFF'}")
 
 
-def read_postings(conn: sqlite3.Connection, word: str, weights: Sequence[float]) -> Postings:
-    """A word's postings, read in the caller's read snapshot (``vocabulary`` first)."""
+def _frequencies(
+    conn: sqlite3.Connection, tokens: Sequence[str], weight: dict[str, float]
+) -> dict[int, float]:
+    """Each note's weighted count of the phrase (of the word when it is one): as bm25 adds
+    the column's weight for every place the phrase starts at."""
+    freq: dict[int, float] = {}
+    if len(tokens) == 1:
+        for doc, col, n in conn.execute(
+            "SELECT doc, col, count(*) FROM temp.engram_instances WHERE term = ? GROUP BY doc, col",
+            (tokens[0],),
+        ):
+            freq[int(doc)] = freq.get(int(doc), 0.0) + weight[str(col)] * int(n)
+        return freq
+    sql = "SELECT doc, col, offset FROM temp.engram_instances WHERE term = ?"
+    later = [
+        {(int(d), str(c), int(o)) for d, c, o in conn.execute(sql, (token,))}
+        for token in tokens[1:]
+    ]
+    for doc, col, offset in conn.execute(sql, (tokens[0],)):
+        d, c, o = int(doc), str(col), int(offset)
+        if all((d, c, o + j) in places for j, places in enumerate(later, 1)):
+            freq[d] = freq.get(d, 0.0) + weight[c]
+    return freq
+
+
+def read_postings(
+    conn: sqlite3.Connection, tokens: Sequence[str], weights: Sequence[float]
+) -> Postings:
+    """A word's or a phrase's postings, read in the caller's read snapshot (``vocabulary``
+    first)."""
     if any(w != int(w) or w <= 0 for w in weights):
         raise ValueError("weights must be positive whole numbers (sums stay exact)")
     gen = generation(conn)
     weight = dict(zip(COLUMNS, (float(w) for w in weights), strict=True))
-    freq: dict[int, float] = {}
-    for doc, col, n in conn.execute(
-        "SELECT doc, col, count(*) FROM temp.engram_instances WHERE term = ? GROUP BY doc, col",
-        (word,),
-    ):
-        freq[int(doc)] = freq.get(int(doc), 0.0) + weight[str(col)] * int(n)
+    freq = _frequencies(conn, tokens, weight)
+    matches = conn.execute(
+        "SELECT count(*) FROM notes_fts WHERE notes_fts MATCH ?", (fts5_string(tokens),)
+    ).fetchone()[0]
     by_f: dict[float, list[tuple[int, int]]] = {}
     for rowid, blob in conn.execute("SELECT id, sz FROM notes_fts_docsize"):
         f = freq.get(int(rowid))
@@ -153,7 +189,8 @@ def read_postings(conn: sqlite3.Connection, word: str, weights: Sequence[float])
         groups.append(
             Group(f, array("q", (i for _, i in entries)), array("q", (d for d, _ in entries)))
         )
-    return Postings(word, tuple(weights), gen, tuple(groups), frozenset(freq))
+    ids = frozenset(freq)
+    return Postings(tuple(tokens), tuple(weights), gen, tuple(groups), ids, matches == len(ids))
 
 
 def idf(rows: int, hits: int) -> float:
@@ -197,8 +234,8 @@ def top(
     return sorted(((-i, -nr) for nr, i in heap), key=lambda t: (t[1], t[0]))
 
 
-Key = tuple[str, tuple[float, ...]]
-"""(word, column weights)."""
+Key = tuple[tuple[str, ...], tuple[float, ...]]
+"""(the word or the phrase's words, column weights)."""
 
 
 class ImpactCache:
@@ -213,46 +250,67 @@ class ImpactCache:
         self._stop = threading.Event()
 
     def current(
-        self, conn: sqlite3.Connection, word: str, weights: Sequence[float], matches: int
+        self, conn: sqlite3.Connection, tokens: Sequence[str], weights: Sequence[float]
     ) -> Postings | None:
-        """The word's postings if they are those of ``conn``'s snapshot; otherwise None, and
-        from the word's second search on, postings are read in the background."""
-        key = (word, tuple(weights))
+        """The postings of a word or phrase if they are those of ``conn``'s snapshot."""
+        key = (tuple(tokens), tuple(weights))
         with self._lock:
             found = self._kept.get(key)
             if found is not None:
                 self._kept.move_to_end(key)
-        if found is not None and found.generation == generation(conn):
-            # Read in this snapshot's state: usable unless FTS5 counts the word otherwise
-            # (a word FTS5 tokenizes differently), which reading again would not change.
-            return found if found.count == matches else None
-        self._want(key)
-        return None
+        if found is None or not found.usable or found.generation != generation(conn):
+            return None
+        return found
 
-    def words(self) -> list[str]:
-        """The words whose postings are kept, least recently used first."""
+    def want(
+        self, conn: sqlite3.Connection, tokens: Sequence[str], weights: Sequence[float]
+    ) -> None:
+        """A word or phrase in ``MIN_MATCHES`` notes or more was searched without current
+        postings: from its second such search on, they are read in the background (unless
+        they were read in the state of ``conn``'s snapshot and could not be used)."""
+        key = (tuple(tokens), tuple(weights))
+        gen = generation(conn)
         with self._lock:
-            return [word for word, _ in self._kept]
+            found = self._kept.get(key)
+            if found is not None and found.generation == gen:
+                return
+            if key not in self._asked:
+                if len(self._asked) >= ASKED_MAX:
+                    self._asked.clear()
+                self._asked.add(key)  # the first search: a one-off search reads nothing
+                return
+            if self._reading is not None and self._reading.is_alive():
+                return
+            thread = threading.Thread(
+                target=self.read, args=key, name="engram-postings", daemon=True
+            )
+            self._reading = thread
+            thread.start()  # under the lock: a clear() now waits for it
 
-    def read(self, word: str, weights: Sequence[float]) -> Postings | None:
+    def words(self) -> list[tuple[str, ...]]:
+        """The words and phrases whose postings are kept, least recently used first."""
+        with self._lock:
+            return [tokens for tokens, _ in self._kept]
+
+    def read(self, tokens: Sequence[str], weights: Sequence[float]) -> Postings | None:
         """Read a word's postings now, on a connection of its own, and keep them; None when
         the index cannot be read or the cache was cleared meanwhile."""
         stop = self._stop
         try:
             conn = self._opener()
         except (OSError, sqlite3.Error) as exc:
-            log.info("cannot read the postings of %r: %s", word, exc)
+            log.info("cannot read the postings of %r: %s", tokens, exc)
             return None
         try:
             vocabulary(conn)
             with db.interruptible(conn, stop, None), db.read_tx(conn):
-                postings = read_postings(conn, word, weights)
+                postings = read_postings(conn, tokens, weights)
         except (sqlite3.Error, db.Interrupted) as exc:
-            log.info("cannot read the postings of %r: %s", word, exc)
+            log.info("cannot read the postings of %r: %s", tokens, exc)
             return None
         finally:
             conn.close()
-        key = (word, tuple(weights))
+        key = (tuple(tokens), tuple(weights))
         with self._lock:
             if stop.is_set():
                 return None
@@ -273,18 +331,3 @@ class ImpactCache:
             reading, self._reading = self._reading, None
         if reading is not None and reading is not threading.current_thread():
             reading.join()
-
-    def _want(self, key: Key) -> None:
-        with self._lock:
-            if key not in self._asked:
-                if len(self._asked) >= ASKED_MAX:
-                    self._asked.clear()
-                self._asked.add(key)  # the first search: a one-off search reads nothing
-                return
-            if self._reading is not None and self._reading.is_alive():
-                return
-            thread = threading.Thread(
-                target=self.read, args=key, name="engram-postings", daemon=True
-            )
-            self._reading = thread
-            thread.start()  # under the lock: a clear() now waits for it

@@ -277,6 +277,15 @@ class IndexSearcher:
     # -- text ------------------------------------------------------------------------------
 
     def _text(self, plan: Plan, f: _Filters) -> tuple[list[SearchHit], int]:
+        from_postings = self._from_postings(plan, f)
+        if from_postings is not None:
+            return from_postings
+        hits, total, matched = self._ranked(plan, f)
+        self._ranked_by_fts5(plan, matched)
+        return hits, total
+
+    def _ranked(self, plan: Plan, f: _Filters) -> tuple[list[SearchHit], int, int]:
+        """FTS5's ranking: (hits, total, how many notes match the text)."""
         w = ", ".join(str(x) for x in BM25_WEIGHTS)
         rank = f"bm25(notes_fts, {w})"
         if f.empty and _positional(plan):
@@ -288,15 +297,14 @@ class IndexSearcher:
                 (plan.fts_query, plan.limit, plan.offset),
             ).fetchall()
             if not rows and plan.offset:
-                return [], self._fts_count(plan)
+                count = self._fts_count(plan)
+                return [], count, count
             ranked = [(i, r) for i, r, _ in rows]
-            return self._ranked_hits(plan, ranked), int(rows[0][2]) if rows else 0
+            count = int(rows[0][2]) if rows else 0
+            return self._ranked_hits(plan, ranked), count, count
         matched = self._fts_count(plan)
         if matched == 0:
-            return [], 0
-        from_postings = self._from_postings(plan, f, matched)
-        if from_postings is not None:
-            return from_postings
+            return [], 0, 0
         if f.empty:
             total = matched
             ranked = self.conn.execute(
@@ -332,24 +340,22 @@ class IndexSearcher:
             else:
                 total = 0
             ranked = [(i, r) for i, r, _ in rows]
-        return self._ranked_hits(plan, ranked), int(total)
+        return self._ranked_hits(plan, ranked), int(total), matched
 
-    def _from_postings(
-        self, plan: Plan, f: _Filters, matched: int
-    ) -> tuple[list[SearchHit], int] | None:
-        """A one-word query of a frequent word, ranked from its postings: the same hits,
-        scores, order and total as FTS5's ranking; None when they cannot answer."""
-        if self.word_postings is None or matched < impacts.MIN_MATCHES or not _one_word(plan):
+    def _from_postings(self, plan: Plan, f: _Filters) -> tuple[list[SearchHit], int] | None:
+        """A query of one word or phrase ranked from its postings: the same hits, scores,
+        order and total as FTS5's ranking; None when there are none for this snapshot."""
+        tokens = _one_term(plan)
+        if self.word_postings is None or tokens is None:
             return None
-        word = plan.terms[0].tokens[0]
-        postings = self.word_postings.current(self.conn, word, BM25_WEIGHTS, matched)
+        postings = self.word_postings.current(self.conn, tokens, BM25_WEIGHTS)
         if postings is None:
             return None
         sizes = impacts.totals(self.conn)
         if sizes is None:
             return None
         allowed: set[int] | None = None
-        total = matched
+        total = postings.count
         if not f.empty:
             ids_sql, params = f.ids_query(ordered=False)
             allowed = {
@@ -361,6 +367,12 @@ class IndexSearcher:
             total = len(postings.ids & allowed)
         best = impacts.top(postings, *sizes, plan.offset + plan.limit, allowed)
         return self._ranked_hits(plan, best[plan.offset :]), total
+
+    def _ranked_by_fts5(self, plan: Plan, matched: int) -> None:
+        """FTS5 ranked ``matched`` notes: a word or phrase in many gets postings (``want``)."""
+        tokens = _one_term(plan)
+        if self.word_postings is not None and tokens and matched >= impacts.MIN_MATCHES:
+            self.word_postings.want(self.conn, tokens, BM25_WEIGHTS)
 
     def _fts_count(self, plan: Plan) -> int:
         return int(
@@ -496,12 +508,11 @@ class IndexSearcher:
         return out
 
 
-def _one_word(plan: Plan) -> bool:
-    """Whether the query is one whole word (no phrase, prefix or raw FTS5 syntax)."""
-    if plan.raw_fts or len(plan.terms) != 1:
-        return False
-    term = plan.terms[0]
-    return len(term.tokens) == 1 and not term.prefix
+def _one_term(plan: Plan) -> tuple[str, ...] | None:
+    """The tokens of a query of one word or one phrase (no prefix, no raw FTS5 syntax)."""
+    if plan.raw_fts or len(plan.terms) != 1 or plan.terms[0].prefix:
+        return None
+    return plan.terms[0].tokens
 
 
 def _positional(plan: Plan) -> bool:
