@@ -210,6 +210,7 @@ def query_mix() -> list[tuple[str, dict[str, Any], dict[str, Any] | None]]:
         ("text+tag+date", {"query": word, "tags": [topic], **year}, {"pattern": word}),
         ("text rare+tag", {"query": rare, "tags": [topic]}, {"pattern": rare}),
         ("literal rare", {"query": rare, "mode": "literal"}, {"pattern": rare}),
+        ("literal common", {"query": word, "mode": "literal"}, {"pattern": word}),
         ("regex", {"query": regex, "mode": "regex"}, {"pattern": regex, "regex": True}),
         ("regex+tag", {"query": regex, "mode": "regex", "tags": [topic]}, None),
     ]

@@ -30,10 +30,19 @@ QUERIES = [
     "text+tag+date",
     "text rare+tag",
     "literal rare",
+    "literal common",
     "regex",
     "regex+tag",
 ]
-WITH_RG = ["text rare", "text common", "phrase", "text+tag+date", "literal rare", "regex"]
+WITH_RG = [
+    "text rare",
+    "text common",
+    "phrase",
+    "text+tag+date",
+    "literal rare",
+    "literal common",
+    "regex",
+]
 BATCHES = ["create 1000", "modify 1000", "rename folder of 1000", "delete folder of 1000"]
 
 
