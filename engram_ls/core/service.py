@@ -216,7 +216,13 @@ class Engram:
             with self.health.reading(fresh=True, cancel=plan.cancel, deadline=plan.deadline) as r:
                 if r.servable:
                     self._fresh_enough(req, r.status)
-                    searcher = IndexSearcher(r.conn, self.vault, self.config, self.index.impacts)
+                    searcher = IndexSearcher(
+                        r.conn,
+                        self.vault,
+                        self.config,
+                        postings=self.index.postings,
+                        topic_notes=self.index.topic_notes,
+                    )
                     hits, total = searcher.run(plan)
                     served = r.served(searcher.served_by)
         except db.Interrupted:

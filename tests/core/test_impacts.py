@@ -7,6 +7,7 @@ notes) takes it, and each answer is compared with FTS5's, query by query."""
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import time
@@ -18,8 +19,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engram_ls.core.index import db, impacts
+from engram_ls.core.index import db, impacts, topic_sets
 from engram_ls.core.index.fts import tokenize
+from engram_ls.core.index.snapshot_cache import SnapshotCache
 from engram_ls.core.search.index_path import BM25_WEIGHTS, IndexSearcher
 from engram_ls.core.search.plan import make_plan
 from engram_ls.core.search.request import parse_request
@@ -34,7 +36,7 @@ MIN_MATCHES = impacts.MIN_MATCHES
 def low_threshold() -> Iterator[None]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(impacts, "MIN_MATCHES", 1)
-        mp.setattr(impacts, "HOT_WORDS", 10_000)
+        mp.setattr(topic_sets, "MIN_NOTES", 1)
         yield
 
 
@@ -116,19 +118,54 @@ def test_scores_are_fts5s_bit_for_bit_for_every_note_of_every_word(
     assert checked > 1200
 
 
-def _answer(e: Engram, request: dict[str, Any], postings: impacts.ImpactCache | None) -> Any:
+Caches = tuple[
+    SnapshotCache[impacts.Key, impacts.Postings], SnapshotCache[int, topic_sets.TopicNotes]
+]
+
+
+def _answer(e: Engram, request: dict[str, Any], caches: Caches | None) -> Any:
     plan = make_plan(parse_request(request), e.vault, e.config, None)
     conn = e.index.conn()
     with db.read_tx(conn):
-        searcher = IndexSearcher(conn, e.vault, e.config, postings)
+        if caches is None:
+            searcher = IndexSearcher(conn, e.vault, e.config)
+        else:
+            searcher = IndexSearcher(
+                conn, e.vault, e.config, postings=caches[0], topic_notes=caches[1]
+            )
         hits, total = searcher.run(plan)
     return [(h.path, h.score, h.line, h.snippet) for h in hits], total
+
+
+def _caches(e: Engram, request: dict[str, Any]) -> Caches:
+    """Caches holding everything ``request`` can use: its term's postings, its topics' notes."""
+    opener = lambda: db.connect(e.index.path)  # noqa: E731
+    postings = impacts.postings_cache(opener)
+    topics = topic_sets.topic_cache(opener)
+    topics.capacity = 100
+    if request.get("query"):
+        term = tuple(tokenize(request["query"]))
+        found = postings.read((term, WEIGHTS))
+        assert found is not None and found.usable
+        assert postings.kept() == [(term, WEIGHTS)]
+    conn = e.index.conn()
+    for tag in request.get("tags", []):
+        row = conn.execute(
+            "SELECT id FROM topics WHERE key = ?", (tag.lstrip("-").casefold(),)
+        ).fetchone()
+        if row is not None:
+            assert topics.read(int(row[0])) is not None
+    return postings, topics
 
 
 @st.composite
 def requests(draw: st.DrawFn, terms: list[tuple[str, ...]], topics: list[str]) -> dict[str, Any]:
     term = draw(st.sampled_from(terms))
-    request: dict[str, Any] = {"query": term[0] if len(term) == 1 else '"' + " ".join(term) + '"'}
+    request: dict[str, Any] = {}
+    if draw(st.integers(0, 5)):  # else a listing: topic filters alone
+        request["query"] = term[0] if len(term) == 1 else '"' + " ".join(term) + '"'
+    elif topics:
+        request["tags"] = draw(st.lists(st.sampled_from(topics), min_size=1, max_size=3))
     if topics and draw(st.booleans()):
         tags = draw(st.lists(st.sampled_from(topics), min_size=1, max_size=3, unique=True))
         if draw(st.booleans()):
@@ -147,19 +184,21 @@ def requests(draw: st.DrawFn, terms: list[tuple[str, ...]], topics: list[str]) -
     return request
 
 
+@functools.cache
+def _vocabulary(e: Engram, name: str) -> tuple[list[tuple[str, ...]], list[str]]:
+    """A vault's words and some of its phrases, and its most used topics."""
+    terms: list[tuple[str, ...]] = [(w,) for w, _ in _words(e) if w.isalnum()]
+    terms += _phrases(e, random.Random(name), 50)
+    return terms, [t.name for t in e.topics(limit=50)]
+
+
 def _differential(vaults: dict[str, Engram], data: st.DataObject) -> None:
     name = data.draw(st.sampled_from(sorted(vaults)))
     e = vaults[name]
-    terms: list[tuple[str, ...]] = [(w,) for w, _ in _words(e) if w.isalnum()]
-    terms += _phrases(e, random.Random(name), 50)
-    topics = [t.name for t in e.topics(limit=50)]
+    terms, topics = _vocabulary(e, name)
     request = data.draw(requests(terms, topics))
-    cache = impacts.ImpactCache(lambda: db.connect(e.index.path))
-    term = tuple(tokenize(request["query"]))
-    postings = cache.read(term, WEIGHTS)
-    assert postings is not None and postings.usable
-    assert cache.words() == [term]
-    assert _answer(e, request, cache) == _answer(e, request, None), (name, request)
+    caches = _caches(e, request)
+    assert _answer(e, request, caches) == _answer(e, request, None), (name, request)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
@@ -179,9 +218,9 @@ def test_postings_answer_as_fts5_ranks_many(
     _differential(vaults, data)
 
 
-def _wait_for(cache: impacts.ImpactCache, term: tuple[str, ...]) -> None:
+def _wait_for(cache: SnapshotCache[Any, Any], key: Any) -> None:
     deadline = time.monotonic() + 30
-    while term not in cache.words():
+    while key not in cache.kept():
         assert time.monotonic() < deadline, "the postings were never read"
         time.sleep(0.02)
 
@@ -194,11 +233,11 @@ def test_a_word_searched_twice_is_answered_from_postings_until_the_index_changes
     e.open()
     try:
         e.sync()
-        cache = e.index.impacts
+        cache = e.index.postings
         first = e.search({"query": "index"})
-        assert cache.words() == []  # one search reads nothing
+        assert cache.kept() == []  # one search reads nothing
         second = e.search({"query": "index"})
-        _wait_for(cache, ("index",))
+        _wait_for(cache, (("index",), WEIGHTS))
         third = e.search({"query": "index"})
         assert first.total > 50
         assert [(h.path, h.score) for h in first.results] == [
@@ -220,7 +259,7 @@ def test_a_word_searched_twice_is_answered_from_postings_until_the_index_changes
         assert _same(changed, e.search({"query": "index"}))
     finally:
         e.close()
-    assert e.index.impacts.words() == []  # closing the index forgets them
+    assert e.index.postings.kept() == []  # closing the index forgets them
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -242,6 +281,39 @@ def test_a_search_never_reads_postings_for_rare_words(
         for _ in range(3):
             e.search({"query": "index"})
         time.sleep(0.2)
-        assert e.index.impacts.words() == []  # 200 notes: far below MIN_MATCHES
+        assert e.index.postings.kept() == []  # 200 notes: far below MIN_MATCHES
     finally:
         e.close()
+
+
+def test_a_large_topic_filter_searched_twice_counts_from_sets_until_the_index_changes(
+    low_threshold: None, generated: Any
+) -> None:
+    root = generated(300, 6)
+    e = Engram(root)
+    e.open()
+    try:
+        e.sync()
+        request = {"tags": ["python", "memory"], "tags_mode": "all"}
+        first = e.search(request)
+        assert e.index.topic_notes.kept() == []  # one search reads nothing
+        e.search(request)
+        python, memory = (
+            int(e.index.conn().execute("SELECT id FROM topics WHERE key = ?", (k,)).fetchone()[0])
+            for k in ("python", "memory")
+        )
+        _wait_for(e.index.topic_notes, python)
+        _wait_for(e.index.topic_notes, memory)
+        third = e.search(request)
+        assert first.total > 0
+        assert _same(first, third)
+
+        note = root / "both.md"
+        note.write_text("---\ntags: [python, memory]\ndate: 2030-01-01\n---\nx\n", "utf-8")
+        e.sync()
+        changed = e.search(request)
+        assert changed.total == first.total + 1
+        assert changed.results[0].path == "both.md"
+    finally:
+        e.close()
+    assert e.index.topic_notes.kept() == []

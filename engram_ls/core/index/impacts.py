@@ -31,18 +31,13 @@ same.
 from __future__ import annotations
 
 import heapq
-import logging
 import math
 import sqlite3
-import threading
 from array import array
-from collections import OrderedDict
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
-from engram_ls.core.index import db
-
-log = logging.getLogger(__name__)
+from engram_ls.core.index.snapshot_cache import SnapshotCache, generation
 
 K1 = 1.2
 B = 0.75
@@ -52,12 +47,8 @@ MIN_MATCHES = 5000
 HOT_WORDS = 4
 """Words whose postings are kept (the most recently used); about 3 MB for a word in 50,000
 notes."""
-ASKED_MAX = 1000
-"""Words searched once that are remembered (for their second search)."""
 COLUMNS = ("title", "summary", "topics", "body")
 """The full-text table's columns, in order (``schema.DDL``)."""
-
-Opener = Callable[[], sqlite3.Connection]
 
 
 def varints(blob: bytes) -> list[int]:
@@ -87,11 +78,6 @@ def totals(conn: sqlite3.Connection) -> tuple[int, int] | None:
         return None
     values = varints(bytes(row[0]))
     return values[0], sum(values[1:])
-
-
-def generation(conn: sqlite3.Connection) -> int:
-    row = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
-    return int(row[0]) if row and row[0] is not None else 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,96 +224,10 @@ Key = tuple[tuple[str, ...], tuple[float, ...]]
 """(the word or the phrase's words, column weights)."""
 
 
-class ImpactCache:
-    """The postings of a few frequent words, for one index file; safe to share by threads."""
+def _read(conn: sqlite3.Connection, key: Key) -> Postings:
+    return read_postings(conn, key[0], key[1])
 
-    def __init__(self, opener: Opener) -> None:
-        self._opener = opener
-        self._lock = threading.Lock()
-        self._kept: OrderedDict[Key, Postings] = OrderedDict()
-        self._asked: set[Key] = set()
-        self._reading: threading.Thread | None = None
-        self._stop = threading.Event()
 
-    def current(
-        self, conn: sqlite3.Connection, tokens: Sequence[str], weights: Sequence[float]
-    ) -> Postings | None:
-        """The postings of a word or phrase if they are those of ``conn``'s snapshot."""
-        key = (tuple(tokens), tuple(weights))
-        with self._lock:
-            found = self._kept.get(key)
-            if found is not None:
-                self._kept.move_to_end(key)
-        if found is None or not found.usable or found.generation != generation(conn):
-            return None
-        return found
-
-    def want(
-        self, conn: sqlite3.Connection, tokens: Sequence[str], weights: Sequence[float]
-    ) -> None:
-        """A word or phrase in ``MIN_MATCHES`` notes or more was searched without current
-        postings: from its second such search on, they are read in the background (unless
-        they were read in the state of ``conn``'s snapshot and could not be used)."""
-        key = (tuple(tokens), tuple(weights))
-        gen = generation(conn)
-        with self._lock:
-            found = self._kept.get(key)
-            if found is not None and found.generation == gen:
-                return
-            if key not in self._asked:
-                if len(self._asked) >= ASKED_MAX:
-                    self._asked.clear()
-                self._asked.add(key)  # the first search: a one-off search reads nothing
-                return
-            if self._reading is not None and self._reading.is_alive():
-                return
-            thread = threading.Thread(
-                target=self.read, args=key, name="engram-postings", daemon=True
-            )
-            self._reading = thread
-            thread.start()  # under the lock: a clear() now waits for it
-
-    def words(self) -> list[tuple[str, ...]]:
-        """The words and phrases whose postings are kept, least recently used first."""
-        with self._lock:
-            return [tokens for tokens, _ in self._kept]
-
-    def read(self, tokens: Sequence[str], weights: Sequence[float]) -> Postings | None:
-        """Read a word's postings now, on a connection of its own, and keep them; None when
-        the index cannot be read or the cache was cleared meanwhile."""
-        stop = self._stop
-        try:
-            conn = self._opener()
-        except (OSError, sqlite3.Error) as exc:
-            log.info("cannot read the postings of %r: %s", tokens, exc)
-            return None
-        try:
-            vocabulary(conn)
-            with db.interruptible(conn, stop, None), db.read_tx(conn):
-                postings = read_postings(conn, tokens, weights)
-        except (sqlite3.Error, db.Interrupted) as exc:
-            log.info("cannot read the postings of %r: %s", tokens, exc)
-            return None
-        finally:
-            conn.close()
-        key = (tuple(tokens), tuple(weights))
-        with self._lock:
-            if stop.is_set():
-                return None
-            self._kept[key] = postings
-            self._kept.move_to_end(key)
-            while len(self._kept) > HOT_WORDS:
-                self._kept.popitem(last=False)
-        return postings
-
-    def clear(self) -> None:
-        """Forget every word and stop a reading under way (the index file is being closed
-        or replaced): nothing of the cache runs once this returns."""
-        with self._lock:
-            self._stop.set()
-            self._stop = threading.Event()
-            self._kept.clear()
-            self._asked.clear()
-            reading, self._reading = self._reading, None
-        if reading is not None and reading is not threading.current_thread():
-            reading.join()
+def postings_cache(opener: Callable[[], sqlite3.Connection]) -> SnapshotCache[Key, Postings]:
+    """The postings of the most recently searched frequent words and phrases of one index."""
+    return SnapshotCache("engram-postings", opener, _read, HOT_WORDS, prepare=vocabulary)

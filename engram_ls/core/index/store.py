@@ -22,8 +22,7 @@ from typing import Any, TypeVar
 
 from engram_ls.core.errors import IndexUnavailable
 from engram_ls.core.git import SourceRevision
-from engram_ls.core.index import db
-from engram_ls.core.index.impacts import ImpactCache
+from engram_ls.core.index import db, impacts, topic_sets
 from engram_ls.core.index.rows import (
     STATES,
     Batch,
@@ -93,8 +92,10 @@ class Index:
         """The copy moved aside by the last replacement, until the new file records it."""
         self._helper: ThreadPoolExecutor | None = None
         """The helper thread (``submit``), from its first use until ``close``."""
-        self.impacts = ImpactCache(self._reader)
-        """Postings of frequent words for exact top-k ranking (``impacts``)."""
+        self.postings = impacts.postings_cache(self._reader)
+        """Frequent words' and phrases' postings, for exact top-k ranking (``impacts``)."""
+        self.topic_notes = topic_sets.topic_cache(self._reader)
+        """Large topics' notes as sets (``topic_sets``)."""
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -302,7 +303,8 @@ class Index:
         another thread is using can crash the process. The helper thread's connection
         closes as that thread ends.
         """
-        self.impacts.clear()
+        self.postings.clear()
+        self.topic_notes.clear()
         with self._lock:
             self._epoch += 1
             helper, self._helper = self._helper, None

@@ -54,6 +54,7 @@ from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 from engram_ls.core.index import db
+from engram_ls.core.index.snapshot_cache import generation
 from engram_ls.core.index.symbol_match import (
     EXACT,
     FTS_MIN_CHARS,
@@ -126,11 +127,6 @@ Job = Callable[[sqlite3.Connection], list[tuple[int, list[Row]]]]
 Runner = Callable[[Job], "Future[tuple[int, list[tuple[int, list[Row]]]]]"]
 """Runs a :data:`Job` on another thread's connection, in its own read snapshot, and returns
 (the generation that snapshot saw, the job's result)."""
-
-
-def generation(conn: sqlite3.Connection) -> int:
-    row = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
-    return int(row[0]) if row and row[0] is not None else 0
 
 
 def second_thread(

@@ -21,8 +21,9 @@ from typing import Any
 
 from engram_ls.core.config import EngramConfig
 from engram_ls.core.globs import compile_glob
-from engram_ls.core.index import impacts, trigram
+from engram_ls.core.index import impacts, topic_sets, trigram
 from engram_ls.core.index.rows import folder_range
+from engram_ls.core.index.snapshot_cache import SnapshotCache
 from engram_ls.core.search.hits import (
     Found,
     SearchHit,
@@ -79,6 +80,8 @@ class _Filters:
     date_hi: str | None
     path_kind: str | None
     path: str | None
+    sizes: dict[int, int] = field(default_factory=dict)
+    """Notes of each topic of the filter, by topic id."""
 
     @property
     def empty(self) -> bool:
@@ -189,13 +192,17 @@ class IndexSearcher:
         conn: sqlite3.Connection,
         vault: Vault,
         config: EngramConfig,
-        word_postings: impacts.ImpactCache | None = None,
+        *,
+        postings: SnapshotCache[impacts.Key, impacts.Postings] | None = None,
+        topic_notes: SnapshotCache[int, topic_sets.TopicNotes] | None = None,
     ) -> None:
         self.conn = conn
         self.vault = vault
         self.config = config
-        self.word_postings = word_postings
+        self.postings = postings
         """Frequent words' postings, for exact top-k ranking without FTS5 ranking every row."""
+        self.topic_notes = topic_notes
+        """Large topics' notes as sets, for filters of topics only."""
         self.served_by: ServedBy = "index"
         """Which path answered the last ``run``: ``scan`` when ripgrep read every file."""
         conn.create_function("engram_glob", 2, _glob_match, deterministic=True)
@@ -247,13 +254,18 @@ class IndexSearcher:
             date_hi=(plan.date_to or LAST_DAY) if has_dates else None,
             path_kind=plan.path_kind,
             path=plan.path,
+            sizes={i: n for i, n in [*inc.values(), *exc.values()]},
         )
 
     # -- listing ---------------------------------------------------------------------------
 
     def _listing(self, plan: Plan, f: _Filters) -> tuple[list[SearchHit], int]:
-        sql, params = f.ids_query(ordered=False)
-        total = self.conn.execute(f"SELECT count(*) FROM ({sql})", params).fetchone()[0]
+        passing = self._topic_set(f)
+        if passing is not None:
+            total = len(passing)
+        else:
+            sql, params = f.ids_query(ordered=False)
+            total = self.conn.execute(f"SELECT count(*) FROM ({sql})", params).fetchone()[0]
         sql, params = f.ids_query(ordered=True)
         ids = [
             int(r[0])
@@ -263,6 +275,36 @@ class IndexSearcher:
         ]
         rows = self._rows(ids)
         return self._hits(plan, rows), int(total)
+
+    def _topic_set(self, f: _Filters) -> frozenset[int] | None:
+        """The notes passing a filter of topics alone (no dates, no path) with a large topic
+        in it, from the topics' sets of this index state; None otherwise (and a large topic's
+        set is wanted for next time)."""
+        include = [f.driver, *f.all_others] if f.driver is not None else list(f.any_ids)
+        if (
+            self.topic_notes is None
+            or not include
+            or f.date_lo is not None
+            or f.path is not None
+            or max(f.sizes.get(t, 0) for t in include) < topic_sets.MIN_NOTES
+        ):
+            return None
+        kept: dict[int, frozenset[int]] = {}
+        for t in [*include, *f.exclude]:
+            notes = self.topic_notes.current(self.conn, t)
+            if notes is None:
+                self.topic_notes.want(self.conn, t)
+            else:
+                kept[t] = notes.ids
+        if len(kept) < len({*include, *f.exclude}):
+            return None
+        sets = sorted((kept[t] for t in include), key=len)
+        passing = (
+            sets[0].intersection(*sets[1:]) if f.driver is not None else sets[0].union(*sets[1:])
+        )
+        if f.exclude:
+            passing = passing.difference(*(kept[t] for t in f.exclude))
+        return passing
 
     def _rows(self, ids: list[int]) -> list[_Row]:
         if not ids:
@@ -346,24 +388,26 @@ class IndexSearcher:
         """A query of one word or phrase ranked from its postings: the same hits, scores,
         order and total as FTS5's ranking; None when there are none for this snapshot."""
         tokens = _one_term(plan)
-        if self.word_postings is None or tokens is None:
+        if self.postings is None or tokens is None:
             return None
-        postings = self.word_postings.current(self.conn, tokens, BM25_WEIGHTS)
+        postings = self.postings.current(self.conn, (tokens, BM25_WEIGHTS))
         if postings is None:
             return None
         sizes = impacts.totals(self.conn)
         if sizes is None:
             return None
-        allowed: set[int] | None = None
+        allowed: frozenset[int] | set[int] | None = None
         total = postings.count
         if not f.empty:
-            ids_sql, params = f.ids_query(ordered=False)
-            allowed = {
-                int(r[0])
-                for r in self.conn.execute(f"{ids_sql} LIMIT ?", [*params, ALLOWED_MAX + 1])
-            }
-            if len(allowed) > ALLOWED_MAX:
-                return None
+            allowed = self._topic_set(f)
+            if allowed is None:
+                ids_sql, params = f.ids_query(ordered=False)
+                allowed = {
+                    int(r[0])
+                    for r in self.conn.execute(f"{ids_sql} LIMIT ?", [*params, ALLOWED_MAX + 1])
+                }
+                if len(allowed) > ALLOWED_MAX:
+                    return None
             total = len(postings.ids & allowed)
         best = impacts.top(postings, *sizes, plan.offset + plan.limit, allowed)
         return self._ranked_hits(plan, best[plan.offset :]), total
@@ -371,8 +415,8 @@ class IndexSearcher:
     def _ranked_by_fts5(self, plan: Plan, matched: int) -> None:
         """FTS5 ranked ``matched`` notes: a word or phrase in many gets postings (``want``)."""
         tokens = _one_term(plan)
-        if self.word_postings is not None and tokens and matched >= impacts.MIN_MATCHES:
-            self.word_postings.want(self.conn, tokens, BM25_WEIGHTS)
+        if self.postings is not None and tokens and matched >= impacts.MIN_MATCHES:
+            self.postings.want(self.conn, (tokens, BM25_WEIGHTS))
 
     def _fts_count(self, plan: Plan) -> int:
         return int(

@@ -1,0 +1,164 @@
+"""What a search reads from the index again and again, kept in memory for one state of it.
+
+A :class:`SnapshotCache` keeps a few values read from the index (a frequent word's postings,
+a large topic's notes), each with the index generation of the read snapshot it came from. A
+search uses a value only when its own snapshot is at that generation, so the answer is the
+one the index gives at that moment: any write changes the generation, and the value is then
+read again, never patched. A value is read on a background thread of its own (with its own
+connection) from the second time a search asks for it, so a one-off search (the CLI's) never
+pays for it and a server's searches do not wait for it.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from typing import Generic, Protocol, TypeVar
+
+from engram_ls.core.index import db
+
+log = logging.getLogger(__name__)
+
+ASKED_MAX = 1000
+"""Keys asked for once that are remembered (for their second time)."""
+
+
+class Snapshot(Protocol):
+    @property
+    def generation(self) -> int:
+        """The index generation of the snapshot the value was read in."""
+        ...
+
+    @property
+    def usable(self) -> bool:
+        """Whether searches may use it (False: reading it again in the same state would not
+        help either)."""
+        ...
+
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V", bound=Snapshot)
+
+
+def generation(conn: sqlite3.Connection) -> int:
+    """The index generation of ``conn``'s snapshot (``meta.generation``, raised by every
+    write transaction that changes anything)."""
+    row = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+    return int(row[0]) if row and row[0] is not None else 0
+
+
+class SnapshotCache(Generic[K, V]):
+    """Up to ``capacity`` values (the most recently used), for one index file; safe to share
+    between threads."""
+
+    def __init__(
+        self,
+        name: str,
+        opener: Callable[[], sqlite3.Connection],
+        reader: Callable[[sqlite3.Connection, K], V],
+        capacity: int,
+        prepare: Callable[[sqlite3.Connection], None] | None = None,
+    ) -> None:
+        """``reader`` reads one value inside a read snapshot of a connection from ``opener``
+        (prepared once by ``prepare``)."""
+        self.name = name
+        self._opener = opener
+        self._reader = reader
+        self._prepare = prepare
+        self.capacity = capacity
+        self._lock = threading.Lock()
+        self._kept: OrderedDict[K, V] = OrderedDict()
+        self._asked: set[K] = set()
+        self._pending: list[K] = []
+        self._reading: threading.Thread | None = None
+        self._stop = threading.Event()
+
+    def current(self, conn: sqlite3.Connection, key: K) -> V | None:
+        """The value of ``key`` if it was read in the state of ``conn``'s snapshot."""
+        with self._lock:
+            found = self._kept.get(key)
+            if found is not None:
+                self._kept.move_to_end(key)
+        if found is None or not found.usable or found.generation != generation(conn):
+            return None
+        return found
+
+    def want(self, conn: sqlite3.Connection, key: K) -> None:
+        """A search could have used the value of ``key``: from the second time on, it is read
+        in the background (unless it was read in the state of ``conn``'s snapshot)."""
+        gen = generation(conn)
+        with self._lock:
+            found = self._kept.get(key)
+            if found is not None and found.generation == gen:
+                return
+            if key not in self._asked:
+                if len(self._asked) >= ASKED_MAX:
+                    self._asked.clear()
+                self._asked.add(key)
+                return
+            if key not in self._pending and len(self._pending) < self.capacity:
+                self._pending.append(key)
+            if self._reading is not None and self._reading.is_alive():
+                return
+            thread = threading.Thread(target=self._read_pending, name=self.name, daemon=True)
+            self._reading = thread
+            thread.start()  # under the lock: a clear() now waits for it
+
+    def _read_pending(self) -> None:
+        while True:
+            with self._lock:
+                if not self._pending:
+                    if self._reading is threading.current_thread():
+                        self._reading = None
+                    return
+                key = self._pending.pop(0)
+            self.read(key)
+
+    def kept(self) -> list[K]:
+        """The keys whose values are kept, least recently used first."""
+        with self._lock:
+            return list(self._kept)
+
+    def read(self, key: K) -> V | None:
+        """Read the value of ``key`` now, on a connection of its own, and keep it; None when
+        the index cannot be read or the cache was cleared meanwhile."""
+        stop = self._stop
+        try:
+            conn = self._opener()
+        except (OSError, sqlite3.Error) as exc:
+            log.info("%s: cannot read %r: %s", self.name, key, exc)
+            return None
+        try:
+            if self._prepare is not None:
+                self._prepare(conn)
+            with db.interruptible(conn, stop, None), db.read_tx(conn):
+                value = self._reader(conn, key)
+        except (sqlite3.Error, db.Interrupted) as exc:
+            log.info("%s: cannot read %r: %s", self.name, key, exc)
+            return None
+        finally:
+            conn.close()
+        with self._lock:
+            if stop.is_set():
+                return None
+            self._kept[key] = value
+            self._kept.move_to_end(key)
+            while len(self._kept) > self.capacity:
+                self._kept.popitem(last=False)
+        return value
+
+    def clear(self) -> None:
+        """Forget every value and stop a reading under way (the index file is being closed
+        or replaced): nothing of the cache runs once this returns."""
+        with self._lock:
+            self._stop.set()
+            self._stop = threading.Event()
+            self._kept.clear()
+            self._asked.clear()
+            self._pending.clear()
+            reading, self._reading = self._reading, None
+        if reading is not None and reading is not threading.current_thread():
+            reading.join()
