@@ -20,12 +20,12 @@ matches is never used. Scores are computed with the same operations in the same 
 fts5_aux.c, in IEEE doubles: bit for bit FTS5's, which tests check against ``bm25()`` for every
 note of generated vaults. Totals come from FTS5's ``averages`` record of the same snapshot.
 
-Postings are read on a background thread the second time a word or phrase in
-``MIN_MATCHES`` notes or more is ranked by FTS5 (so a one-off search, such as the CLI's, never
-pays for them), in the state of that thread's snapshot, whose generation they keep. A search
-uses them only when its own snapshot is at that generation; otherwise FTS5 ranks as it always
-did (and the postings are read again). Either way the hits, scores, order and total are the
-same.
+Postings are read on a background thread the second time a word or phrase in ``MIN_MATCHES``
+notes or more (or one that took FTS5 ``SLOW_S`` to rank) is ranked by FTS5 (so a one-off
+search, such as the CLI's, never pays for them), in the state of that thread's snapshot, whose
+generation they keep. A search uses them only when its own snapshot is at that generation;
+otherwise FTS5 ranks as it always did (and the postings are read again). Either way the hits,
+scores, order and total are the same.
 """
 
 from __future__ import annotations
@@ -43,7 +43,10 @@ K1 = 1.2
 B = 0.75
 """FTS5's bm25 constants (fts5_aux.c)."""
 MIN_MATCHES = 5000
-"""Words matching fewer notes are ranked by FTS5 (cheap enough: a few ms at most)."""
+"""Words matching fewer notes are ranked by FTS5 (cheap enough: a few ms at most)..."""
+SLOW_S = 0.005
+"""... unless FTS5 took this long to rank them (a phrase of frequent words: its positions are
+compared in every note that holds all of them, however few hold the phrase)."""
 HOT_WORDS = 4
 """Words whose postings are kept (the most recently used); about 3 MB for a word in 50,000
 notes."""

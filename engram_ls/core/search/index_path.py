@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -322,8 +323,9 @@ class IndexSearcher:
         from_postings = self._from_postings(plan, f)
         if from_postings is not None:
             return from_postings
+        t0 = time.monotonic()
         hits, total, matched = self._ranked(plan, f)
-        self._ranked_by_fts5(plan, matched)
+        self._ranked_by_fts5(plan, matched, time.monotonic() - t0)
         return hits, total
 
     def _ranked(self, plan: Plan, f: _Filters) -> tuple[list[SearchHit], int, int]:
@@ -412,10 +414,14 @@ class IndexSearcher:
         best = impacts.top(postings, *sizes, plan.offset + plan.limit, allowed)
         return self._ranked_hits(plan, best[plan.offset :]), total
 
-    def _ranked_by_fts5(self, plan: Plan, matched: int) -> None:
-        """FTS5 ranked ``matched`` notes: a word or phrase in many gets postings (``want``)."""
+    def _ranked_by_fts5(self, plan: Plan, matched: int, seconds: float) -> None:
+        """FTS5 ranked ``matched`` notes in ``seconds``: a word or phrase in many notes, or a
+        phrase whose words are (its positions are then compared in all of them), gets
+        postings (``want``)."""
         tokens = _one_term(plan)
-        if self.postings is not None and tokens and matched >= impacts.MIN_MATCHES:
+        if self.postings is None or not tokens or not matched:
+            return
+        if matched >= impacts.MIN_MATCHES or seconds >= impacts.SLOW_S:
             self.postings.want(self.conn, (tokens, BM25_WEIGHTS))
 
     def _fts_count(self, plan: Plan) -> int:
