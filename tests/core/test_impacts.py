@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import random
+import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -139,9 +141,8 @@ def _answer(e: Engram, request: dict[str, Any], caches: Caches | None) -> Any:
 
 def _caches(e: Engram, request: dict[str, Any]) -> Caches:
     """Caches holding everything ``request`` can use: its term's postings, its topics' notes."""
-    opener = lambda: db.connect(e.index.path)  # noqa: E731
-    postings = impacts.postings_cache(opener)
-    topics = topic_sets.topic_cache(opener)
+    postings = impacts.postings_cache(e.index)
+    topics = topic_sets.topic_cache(e.index)
     topics.capacity = 100
     if request.get("query"):
         term = tuple(tokenize(request["query"]))
@@ -318,3 +319,29 @@ def test_a_large_topic_filter_searched_twice_counts_from_sets_until_the_index_ch
     finally:
         e.close()
     assert e.index.topic_notes.kept() == []
+
+
+def test_a_value_read_from_a_file_that_replaced_the_index_is_never_used(
+    low_threshold: None, generated: Any
+) -> None:
+    """Another process may replace the index file (same generation, other notes): what the
+    caches read from it never answers a search that reads the file it opened."""
+    root = generated(120, 7)
+    e = Engram(root)
+    e.open()
+    try:
+        e.sync()
+        key = (("index",), WEIGHTS)
+        cache = impacts.postings_cache(e.index)
+        assert cache.read(key) is not None
+        conn = e.index.conn()
+        assert cache.current(conn, key) is not None
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        copy = e.index.path.with_name("copy.sqlite")
+        shutil.copyfile(e.index.path, copy)
+        os.replace(copy, e.index.path)  # the same bytes and generation, another file
+        assert e.index.file_at_path() != e.index.opened_file()
+        assert cache.read(key) is not None
+        assert cache.current(conn, key) is None
+    finally:
+        e.close()

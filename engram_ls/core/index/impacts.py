@@ -34,10 +34,10 @@ import heapq
 import math
 import sqlite3
 from array import array
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from engram_ls.core.index.snapshot_cache import SnapshotCache, generation
+from engram_ls.core.index.snapshot_cache import SnapshotCache, Source, generation
 
 K1 = 1.2
 B = 0.75
@@ -231,6 +231,6 @@ def _read(conn: sqlite3.Connection, key: Key) -> Postings:
     return read_postings(conn, key[0], key[1])
 
 
-def postings_cache(opener: Callable[[], sqlite3.Connection]) -> SnapshotCache[Key, Postings]:
+def postings_cache(source: Source) -> SnapshotCache[Key, Postings]:
     """The postings of the most recently searched frequent words and phrases of one index."""
-    return SnapshotCache("engram-postings", opener, _read, HOT_WORDS, prepare=vocabulary)
+    return SnapshotCache("engram-postings", source, _read, HOT_WORDS, prepare=vocabulary)

@@ -39,6 +39,24 @@ class Snapshot(Protocol):
         ...
 
 
+class Source(Protocol):
+    """The index file a cache reads (``store.Index``)."""
+
+    def reader(self) -> sqlite3.Connection:
+        """A new connection of its own."""
+        ...
+
+    def file_at_path(self) -> int | None:
+        """The inode of the file at the index's path now."""
+        ...
+
+    def opened_file(self) -> int | None:
+        """The inode of the file the searches read. A value read from another file (the
+        file was replaced under the reader) is never used: two files can be at the same
+        generation."""
+        ...
+
+
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V", bound=Snapshot)
 
@@ -57,20 +75,20 @@ class SnapshotCache(Generic[K, V]):
     def __init__(
         self,
         name: str,
-        opener: Callable[[], sqlite3.Connection],
+        source: Source,
         reader: Callable[[sqlite3.Connection, K], V],
         capacity: int,
         prepare: Callable[[sqlite3.Connection], None] | None = None,
     ) -> None:
-        """``reader`` reads one value inside a read snapshot of a connection from ``opener``
-        (prepared once by ``prepare``)."""
+        """``reader`` reads one value inside a read snapshot of a connection of its own from
+        ``source`` (prepared once by ``prepare``)."""
         self.name = name
-        self._opener = opener
+        self._source = source
         self._reader = reader
         self._prepare = prepare
         self.capacity = capacity
         self._lock = threading.Lock()
-        self._kept: OrderedDict[K, V] = OrderedDict()
+        self._kept: OrderedDict[K, tuple[V, int | None]] = OrderedDict()
         self._asked: set[K] = set()
         self._pending: list[K] = []
         self._reading: threading.Thread | None = None
@@ -79,20 +97,23 @@ class SnapshotCache(Generic[K, V]):
     def current(self, conn: sqlite3.Connection, key: K) -> V | None:
         """The value of ``key`` if it was read in the state of ``conn``'s snapshot."""
         with self._lock:
-            found = self._kept.get(key)
-            if found is not None:
+            entry = self._kept.get(key)
+            if entry is not None:
                 self._kept.move_to_end(key)
-        if found is None or not found.usable or found.generation != generation(conn):
+        if entry is None:
             return None
-        return found
+        value, file = entry
+        if not value.usable or value.generation != generation(conn):
+            return None
+        return value if file is not None and file == self._source.opened_file() else None
 
     def want(self, conn: sqlite3.Connection, key: K) -> None:
         """A search could have used the value of ``key``: from the second time on, it is read
         in the background (unless it was read in the state of ``conn``'s snapshot)."""
         gen = generation(conn)
         with self._lock:
-            found = self._kept.get(key)
-            if found is not None and found.generation == gen:
+            entry = self._kept.get(key)
+            if entry is not None and entry[0].generation == gen:
                 return
             if key not in self._asked:
                 if len(self._asked) >= ASKED_MAX:
@@ -127,7 +148,7 @@ class SnapshotCache(Generic[K, V]):
         the index cannot be read or the cache was cleared meanwhile."""
         stop = self._stop
         try:
-            conn = self._opener()
+            conn = self._source.reader()
         except (OSError, sqlite3.Error) as exc:
             log.info("%s: cannot read %r: %s", self.name, key, exc)
             return None
@@ -136,6 +157,7 @@ class SnapshotCache(Generic[K, V]):
                 self._prepare(conn)
             with db.interruptible(conn, stop, None), db.read_tx(conn):
                 value = self._reader(conn, key)
+                file = self._source.file_at_path()  # after reading: a file replaced is seen
         except (sqlite3.Error, db.Interrupted) as exc:
             log.info("%s: cannot read %r: %s", self.name, key, exc)
             return None
@@ -144,7 +166,7 @@ class SnapshotCache(Generic[K, V]):
         with self._lock:
             if stop.is_set():
                 return None
-            self._kept[key] = value
+            self._kept[key] = (value, file)
             self._kept.move_to_end(key)
             while len(self._kept) > self.capacity:
                 self._kept.popitem(last=False)

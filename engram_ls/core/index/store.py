@@ -92,9 +92,9 @@ class Index:
         """The copy moved aside by the last replacement, until the new file records it."""
         self._helper: ThreadPoolExecutor | None = None
         """The helper thread (``submit``), from its first use until ``close``."""
-        self.postings = impacts.postings_cache(self._reader)
+        self.postings = impacts.postings_cache(self)
         """Frequent words' and phrases' postings, for exact top-k ranking (``impacts``)."""
-        self.topic_notes = topic_sets.topic_cache(self._reader)
+        self.topic_notes = topic_sets.topic_cache(self)
         """Large topics' notes as sets (``topic_sets``)."""
 
     # -- opening ---------------------------------------------------------------------------
@@ -206,10 +206,15 @@ class Index:
 
     def replaced_by_other(self) -> bool:
         """True when the file at our path is no longer the one we opened."""
+        now = self.file_at_path()
+        return now is None or now != self._inode
+
+    def file_at_path(self) -> int | None:
+        """The inode of the file at the index's path now (None: there is none)."""
         try:
-            return os.stat(self.path).st_ino != self._inode
+            return os.stat(self.path).st_ino
         except OSError:
-            return True
+            return None
 
     def _replace(self, reason: str, detail: str | None = None) -> None:
         """The one place an index file is replaced: moved aside (only the newest copy is
@@ -279,7 +284,7 @@ class Index:
             self._local.epoch = self._epoch
         return conn
 
-    def _reader(self) -> sqlite3.Connection:
+    def reader(self) -> sqlite3.Connection:
         """A new connection of its own, for a thread that reads apart from the others."""
         return (db.connect_read_only if self.read_only else db.connect)(self.path)
 

@@ -10,10 +10,9 @@ that such filters become set operations.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
 from dataclasses import dataclass
 
-from engram_ls.core.index.snapshot_cache import SnapshotCache, generation
+from engram_ls.core.index.snapshot_cache import SnapshotCache, Source, generation
 
 MIN_NOTES = 5000
 """Topics with fewer notes are read from ``note_topics`` by each search (a few ms at most)."""
@@ -38,5 +37,5 @@ def read_topic(conn: sqlite3.Connection, topic_id: int) -> TopicNotes:
     return TopicNotes(topic_id, generation(conn), ids)
 
 
-def topic_cache(opener: Callable[[], sqlite3.Connection]) -> SnapshotCache[int, TopicNotes]:
-    return SnapshotCache("engram-topics", opener, read_topic, HOT_TOPICS)
+def topic_cache(source: Source) -> SnapshotCache[int, TopicNotes]:
+    return SnapshotCache("engram-topics", source, read_topic, HOT_TOPICS)
