@@ -22,13 +22,14 @@ from pathlib import Path
 VARIANTS: dict[str, tuple[str, tuple[str, ...], bool]] = {
     "content": ("", (), False),
     "contentless": (", content=''", (), False),
-    "automerge 0, optimize": ("", ("automerge", "0"), True),
-    "automerge 16": ("", ("automerge", "16"), False),
-    "crisismerge 64": ("", ("crisismerge", "64"), False),
-    "pgsz 4000": ("", ("pgsz", "4000"), False),
-    "hashsize 64 MB": ("", ("hashsize", "64000000"), False),
+    "automerge=0+optimize": ("", ("automerge", "0"), True),
+    "automerge=16": ("", ("automerge", "16"), False),
+    "crisismerge=64": ("", ("crisismerge", "64"), False),
+    "pgsz=4000": ("", ("pgsz", "4000"), False),
+    "hashsize=64MB": ("", ("hashsize", "64000000"), False),
 }
-"""name: (extra table options, an FTS5 configuration (key, value) or none, optimize at the end)."""
+"""name (``--variants`` takes a comma-separated list of them): (extra table options, an FTS5
+configuration (key, value) or none, whether to ``optimize`` at the end)."""
 
 
 def texts_of(vault: Path, limit: int | None) -> list[str]:
