@@ -8,11 +8,13 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from engram_ls.core.config import EngramConfig, Limits
 from engram_ls.core.index import db
+from engram_ls.core.index import rows as rows_module
 from engram_ls.core.index import symbol_match as match
 from engram_ls.core.index import symbols as sym
 from engram_ls.core.index.symbol_match import (
@@ -27,6 +29,7 @@ from engram_ls.core.index.symbol_match import (
 )
 from engram_ls.core.index.symbols import SymbolSearch
 from engram_ls.core.service import Engram
+from engram_ls.core.sync import Syncer
 
 
 @pytest.fixture
@@ -644,6 +647,48 @@ def test_the_names_table_follows_every_write(vault_copy: Callable[[str], Path]) 
         assert names_rows(conn) == expected_names(conn)
         assert keys_rows(conn) == expected_keys(conn)
         assert len(names_rows(conn)) == before
+
+
+def test_the_writer_only_inserts_the_names_and_keys_parsing_computed(
+    vault_copy: Callable[[str], Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A build computes the ``names`` masks and ``name_keys`` keys where notes are parsed
+    (a parse process in a large build), not in the writing process that the build waits on:
+    no key is computed while rows are written, and the tables hold exactly what they must
+    (headings repeating the title, several on one line, empty ones, non-ASCII names)."""
+    root = vault_copy("example")
+    (root / "odd.md").write_text(
+        "---\ntitle: Twice\ncreated: 2024-02-03\n---\n# TWICE\n\n## Ärger <a>\n\n#\n"
+        "## Straße-idx_2\n",
+        encoding="utf-8",
+    )
+    writing: list[int] = []
+    while_writing: list[str] = []
+    real_keys = rows_module.name_keys
+
+    def keys(name: str) -> set[str]:
+        if writing:
+            while_writing.append(name)
+        return real_keys(name)
+
+    real_write = Syncer._write
+
+    def write(self: Syncer, *args: Any) -> None:
+        writing.append(1)
+        try:
+            real_write(self, *args)
+        finally:
+            writing.pop()
+
+    monkeypatch.setattr(rows_module, "name_keys", keys)
+    monkeypatch.setattr(Syncer, "_write", write)
+    with Engram(root) as engram:
+        engram.sync()
+        conn = engram.index.conn()
+        assert names_rows(conn) == expected_names(conn)
+        assert keys_rows(conn) == expected_keys(conn)
+        assert ("odd.md", "2024-02-03", 7) in {r[:3] for r in names_rows(conn)}
+    assert while_writing == []
 
 
 @pytest.mark.parametrize("query", ["über", "ÜBER", "ärg", "ÄRGER", "ωμ", "ΩΜΈΓΑ", "uber", "ßtr"])

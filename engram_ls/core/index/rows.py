@@ -58,10 +58,14 @@ class NoteRows(NamedTuple):
     links: tuple[tuple[int, int, str, str, str | None, str | None, str], ...]
     aliases: tuple[tuple[str, str], ...]
     """(key, name) of each alias."""
-    masks: tuple[int, ...]
-    """``names.mask`` of the title, then of each heading (in ``headings`` order); 0 for a
-    heading that is not a name of its own (it repeats the title, in any case: the note
-    stands for it)."""
+    names: tuple[tuple[int, int, str], ...]
+    """(line, mask, name) of each ``names`` row: the title (line 0), then each heading that
+    is a name of its own (the first of its line, not repeating the title in any case: the
+    note stands for it), with its ``symbol_match.char_mask``."""
+    keys: tuple[tuple[str, int], ...]
+    """(key, line) of each ``name_keys`` row of those names (``symbol_match.name_keys``):
+    computed where the note is parsed, so that the writing process, which a build waits on,
+    only inserts them."""
     fts: tuple[str, str, str, str]
     has_problems: bool
     trigram: str | None = ""
@@ -94,6 +98,7 @@ def note_rows(
         note.title.casefold(),  # title_key, also the folded name of names.mask
         stem_key(note.path),
     )
+    names = _names(note, values[10])
     return NoteRows(
         path=note.path,
         values=values,
@@ -105,16 +110,27 @@ def note_rows(
             for seq, link in enumerate(note.links)
         ),
         aliases=tuple((name.casefold(), name) for name in note.aliases),
-        masks=(char_mask(values[10]), *(_heading_mask(h.text, values[10]) for h in note.headings)),
+        names=names,
+        keys=tuple((key, line) for line, _mask, name in names for key in name_keys(name)),
         fts=(note.title, note.summary or "", " ".join(note.topics), note.body),
         has_problems=bool(note.problems),
         trigram=trigram,
     )
 
 
-def _heading_mask(text: str, title_key: str) -> int:
-    folded = text.casefold()
-    return 0 if folded == title_key else char_mask(folded)
+def _names(note: Note, title_key: str) -> tuple[tuple[int, int, str], ...]:
+    """The ``NoteRows.names`` of a note whose folded title is ``title_key``."""
+    names = [(0, char_mask(title_key), note.title)]
+    lines: set[int] = set()
+    for h in note.headings:
+        if h.line in lines:  # the first heading of a line, as in ``headings``
+            continue
+        lines.add(h.line)
+        folded = h.text.casefold()
+        mask = 0 if folded == title_key else char_mask(folded)
+        if mask:  # 0 also for an empty heading: no name
+            names.append((h.line, mask, h.text))
+    return tuple(names)
 
 
 @dataclass(slots=True)
@@ -242,17 +258,9 @@ class Batch:
         out.headings.extend((note_id, *h) for h in rows.headings)
         out.links.extend((note_id, *link) for link in rows.links)
         out.aliases.extend((key, note_id, name) for key, name in rows.aliases)
-        title_mask, *masks = rows.masks
-        first_name = len(out.names)
-        out.names.append((rows.day, note_id, 0, title_mask, rows.values[3]))  # values[3]: title
-        lines: set[int] = set()
-        for (line, _level, text), mask in zip(rows.headings, masks, strict=True):
-            if line not in lines:  # the first heading of a line, as in ``headings``
-                lines.add(line)
-                if mask:
-                    out.names.append((rows.day, note_id, line, mask, text))
-        for day, nid, line, _mask, name in out.names[first_name:]:
-            out.name_keys.extend((key, day, nid, line) for key in name_keys(name))
+        day = rows.day
+        out.names.extend((day, note_id, line, mask, name) for line, mask, name in rows.names)
+        out.name_keys.extend((key, day, note_id, line) for key, line in rows.keys)
         out.fts.append((note_id, *rows.fts))
         if rows.trigram is None:
             out.unindexed.append((note_id,))

@@ -15,9 +15,16 @@ what a scan gives. Candidates are a superset of the notes ripgrep would find:
 - A query with a control character (a line break cannot match inside one line; ripgrep
   refuses some) or without a usable trigram cannot be narrowed: the caller scans.
 
-Measured on the generated 10,000-note vault (17 MB of notes): the table with its content takes
-31 MB beside a 50 MB index (+63 %); a contentless table would take 11 MB, but SQLite 3.40
-deletes a contentless row only given its old text, which the index does not keep.
+Measured on the generated vaults (``benchmarks/bench_build.py``; docs/benchmarks.md): at 10,000
+notes (17 MB of notes) the table with its content takes 31 MB beside a 50 MB index (+63 %), at
+100,000 (171 MB) 297 MiB beside 502 MiB (+59 %). What it costs a cold build is the writing
+process's CPU, which a build waits on: at 100,000 notes 86-91 s against 46-50 s without it
+(the parse process's hardly changes), so a build's notes/s about halves. Nearly all of it is the
+FTS5 trigram tokenizer and its term hash (one term per character of text): SQLite's merge
+options (``automerge``, ``crisismerge``, ``pgsz``, ``hashsize``, no automerge and one
+``optimize`` at the end) change it by no more than the machine's noise. A contentless table
+would take 11 MB at 10,000 notes and about 17 % less time, but SQLite 3.40 deletes a
+contentless row only given its old text, which the index does not keep.
 """
 
 from __future__ import annotations
