@@ -20,7 +20,8 @@ passed as ENGRAM_INDEX; a temporary one when absent):
    create / modify / rename / delete of 1,000 files, done on disk only.
 
 ``--only warm`` measures nothing but the warm start (the index must exist: ``--index``): ``--runs``
-starts in each preset, alternated, and their median; with ``--baseline TREE`` (a checkout of
+starts in each preset, alternated, and their median (with the server's CPU seconds up to ready:
+less sensitive to a busy machine than the wall time); with ``--baseline TREE`` (a checkout of
 other code, e.g. ``git worktree add TREE main``) the server from TREE is started in turn with this
 one, so both are measured under the same load, and the ratio of the medians is reported.
 
@@ -581,6 +582,7 @@ async def warm_starts(
     if baseline is not None:
         trees = {"baseline": baseline.resolve(), "new": None}
     seconds: dict[str, dict[str, list[float]]] = {name: {p: [] for p in PRESETS} for name in trees}
+    cpu: dict[str, dict[str, list[float]]] = {name: {p: [] for p in PRESETS} for name in trees}
     notes = 0
     for _ in range(runs):
         for name, code in trees.items():
@@ -588,13 +590,18 @@ async def warm_starts(
                 s = Session(vault, index, preset, code)
                 try:
                     seconds[name][preset].append(round(await s.start(), 3))
+                    cpu[name][preset].append(round(b.tree_cpu_s(s.pid), 2))
                     notes = s.notes
                 finally:
                     await s.stop()
     out: dict[str, Any] = {"vault_notes": notes, "runs": runs, "load_avg": os.getloadavg()}
     for name, by_preset in seconds.items():
         out[name] = {
-            p: {"median_s": round(statistics.median(v), 3), "runs_s": v}
+            p: {
+                "median_s": round(statistics.median(v), 3),
+                "runs_s": v,
+                "server_cpu_s_median": round(statistics.median(cpu[name][p]), 2),
+            }
             for p, v in by_preset.items()
         }
     if baseline is not None:
