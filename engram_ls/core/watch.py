@@ -56,24 +56,50 @@ def _skipped(name: str) -> bool:
 
 def folders(root: str) -> list[str]:
     """``root`` and every folder under it that the watch covers (not hidden, not
-    ``node_modules``), never entering a symlinked folder (the vault's walk does not either)."""
+    ``node_modules``), never entering a symlinked folder (the vault's walk does not either).
+
+    A folder whose link count is 2 has no sub-folders (each sub-folder's ``..`` is one link)
+    and is not listed: in a vault most folders hold notes only, so the vault's files are not
+    read twice at start-up (100,000 notes in 290 folders: 34 folders listed instead of all,
+    about 5 ms instead of 80-110 ms). This is trusted only where the root's own link count
+    agrees with the sub-folders listed (file systems such as btrfs always count 1), and only
+    on the root's device."""
     found = [root]
+    try:
+        top = os.stat(root)
+    except OSError:
+        return found
     todo = [root]
+    trusted: bool | None = None
     while todo:
+        path = todo.pop()
+        subdirs: list[tuple[str, os.stat_result | None]] = []
+        links = 0
         try:
-            with os.scandir(todo.pop()) as it:
+            with os.scandir(path) as it:
                 for entry in it:
-                    if _skipped(entry.name):
-                        continue
                     try:
                         if not entry.is_dir(follow_symlinks=False):
                             continue
                     except OSError:
                         continue
-                    found.append(entry.path)
-                    todo.append(entry.path)
+                    links += 1
+                    if _skipped(entry.name):
+                        continue
+                    try:
+                        st: os.stat_result | None = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        st = None
+                    subdirs.append((entry.path, st))
         except OSError:  # gone or unreadable meanwhile: not watched (nor walked)
             continue
+        if trusted is None:
+            trusted = top.st_nlink == 2 + links
+        for sub, st in subdirs:
+            found.append(sub)
+            leaf = trusted and st is not None and st.st_dev == top.st_dev and st.st_nlink == 2
+            if not leaf:
+                todo.append(sub)
     return found
 
 
