@@ -129,10 +129,12 @@ class Session:
     async def start(self) -> float:
         """Start the process and initialize; seconds from process start to a ready index."""
         env = {**os.environ, "ENGRAM_INDEX": str(self.index)}
-        if self.code is not None:
+        where: dict[str, Any] = {}
+        if self.code is not None:  # ``-m`` puts the working folder first on the path
             env["PYTHONPATH"] = str(self.code)
+            where["cwd"] = str(self.code)
         t0 = time.perf_counter()
-        await self.client.start_io(*SERVER, env=env)
+        await self.client.start_io(*SERVER, env=env, **where)
         self.pid = self.client._server.pid  # type: ignore[union-attr]
         await self.client.initialize_async(
             types.InitializeParams(
