@@ -13,18 +13,11 @@ from pathlib import Path
 from pytest_lsp import LanguageClient
 
 from engram_ls.core.service import Engram
-from tests.lsp.conftest import search, start, wait_ready
+from tests.lsp.conftest import start, wait_ready
+from tests.lsp.test_lsp_watch_batch import until_total
 from tests.reliability.oracle import assert_index_matches_vault
 
 PRESET = "neovim"
-
-
-async def until_total(client: LanguageClient, expected: int, **params: object) -> None:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + 15.0
-    while (await search(client, limit=1, **params))["total"] != expected:
-        assert loop.time() < end, f"{params}: total never reached {expected}"
-        await asyncio.sleep(0.05)
 
 
 def note(word: str) -> str:
