@@ -2,6 +2,7 @@
 
     python benchmarks/bench_lsp.py VAULT [--index FILE] [--repeat N] [--no-cold] [--json OUT]
                                          [--shape standard|low-alphabet]
+                                         [--only warm [--runs N] [--baseline TREE]]
 
 Three server sessions on VAULT, each a new ``engram-ls`` process (index file from ``--index``,
 passed as ENGRAM_INDEX; a temporary one when absent):
@@ -18,6 +19,12 @@ passed as ENGRAM_INDEX; a temporary one when absent):
 3. a Neovim-like client (no file watching: the server watches the vault itself): the same
    create / modify / rename / delete of 1,000 files, done on disk only.
 
+``--only warm`` measures nothing but the warm start (the index must exist: ``--index``): ``--runs``
+starts in each preset, alternated, and their median (with the server's CPU seconds up to ready:
+less sensitive to a busy machine than the wall time); with ``--baseline TREE`` (a checkout of
+other code, e.g. ``git worktree add TREE main``) the server from TREE is started in turn with this
+one, so both are measured under the same load, and the ratio of the medians is reported.
+
 Each timing is p50/p95/p99 over repeated runs; each batch is timed until ``engram/search`` shows
 all of it. The batch folder ``_engram-bench/`` is removed afterwards and the saved note restored,
 so the vault ends as it began.
@@ -30,6 +37,7 @@ import asyncio
 import json
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -91,8 +99,10 @@ def capabilities(preset: str) -> types.ClientCapabilities:
 class Session:
     """One ``engram-ls`` process and a client that answers what the server asks of it."""
 
-    def __init__(self, vault: Path, index: Path, preset: str) -> None:
+    def __init__(self, vault: Path, index: Path, preset: str, code: Path | None = None) -> None:
         self.vault, self.index, self.preset = vault, index, preset
+        self.code = code
+        """Where the server's ``engram_ls`` comes from (``PYTHONPATH``); None: this tree's."""
         self.client = LanguageClient("engram-bench", "1", converter_factory=converter_factory)
         self.pid = 0
         self.notes = 0
@@ -119,8 +129,12 @@ class Session:
     async def start(self) -> float:
         """Start the process and initialize; seconds from process start to a ready index."""
         env = {**os.environ, "ENGRAM_INDEX": str(self.index)}
+        where: dict[str, Any] = {}
+        if self.code is not None:  # ``-m`` puts the working folder first on the path
+            env["PYTHONPATH"] = str(self.code)
+            where["cwd"] = str(self.code)
         t0 = time.perf_counter()
-        await self.client.start_io(*SERVER, env=env)
+        await self.client.start_io(*SERVER, env=env, **where)
         self.pid = self.client._server.pid  # type: ignore[union-attr]
         await self.client.initialize_async(
             types.InitializeParams(
@@ -555,6 +569,50 @@ async def run_all(
     return out
 
 
+PRESETS = ("visual-studio-code", "neovim")
+
+
+async def warm_starts(
+    vault: Path, index: Path, runs: int, baseline: Path | None = None
+) -> dict[str, Any]:
+    """Only the warm start: ``runs`` starts per preset (and per code tree with a baseline),
+    alternated so that a change in the machine's load reaches every variant alike."""
+    vault = vault.resolve()
+    if not index.exists():
+        raise SystemExit(f"bench_lsp: --only warm needs an existing index (--index {index})")
+    trees: dict[str, Path | None] = {"new": None}
+    if baseline is not None:
+        trees = {"baseline": baseline.resolve(), "new": None}
+    seconds: dict[str, dict[str, list[float]]] = {name: {p: [] for p in PRESETS} for name in trees}
+    cpu: dict[str, dict[str, list[float]]] = {name: {p: [] for p in PRESETS} for name in trees}
+    notes = 0
+    for _ in range(runs):
+        for name, code in trees.items():
+            for preset in PRESETS:
+                s = Session(vault, index, preset, code)
+                try:
+                    seconds[name][preset].append(round(await s.start(), 3))
+                    cpu[name][preset].append(round(b.tree_cpu_s(s.pid), 2))
+                    notes = s.notes
+                finally:
+                    await s.stop()
+    out: dict[str, Any] = {"vault_notes": notes, "runs": runs, "load_avg": os.getloadavg()}
+    for name, by_preset in seconds.items():
+        out[name] = {
+            p: {
+                "median_s": round(statistics.median(v), 3),
+                "runs_s": v,
+                "server_cpu_s_median": round(statistics.median(cpu[name][p]), 2),
+            }
+            for p, v in by_preset.items()
+        }
+    if baseline is not None:
+        out["ratio_new_to_baseline"] = {
+            p: round(out["new"][p]["median_s"] / out["baseline"][p]["median_s"], 3) for p in PRESETS
+        }
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("vault", type=Path)
@@ -565,7 +623,19 @@ def main() -> int:
     ap.add_argument(
         "--shape", choices=g.SHAPES, default="standard", help="the vault's generator shape"
     )
+    ap.add_argument("--only", choices=["warm"], default=None, help="measure only the warm start")
+    ap.add_argument("--runs", type=int, default=5, help="with --only warm: starts per preset")
+    ap.add_argument(
+        "--baseline", type=Path, default=None, help="with --only warm: code tree to compare"
+    )
     args = ap.parse_args()
+    if args.only == "warm":
+        if args.index is None:
+            ap.error("--only warm needs --index (an index built beforehand)")
+        b.emit(
+            asyncio.run(warm_starts(args.vault, args.index, args.runs, args.baseline)), args.json
+        )
+        return 0
     tmp = None
     index = args.index
     if index is None:

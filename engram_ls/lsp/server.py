@@ -172,6 +172,8 @@ class EngramLanguageServer(LanguageServer):
                 self.message(f"Engram ({vault.root.name}): {warning}")
             vault.on_applied = self._applied
             vault.build = asyncio.ensure_future(self._build(vault))
+        # Run before any build gets past opening its index (the callbacks that start the
+        # server's own watchers do not wait for anything), so ``_build`` sees the watcher.
         for started in self.on_started:
             await started()
 
@@ -221,6 +223,11 @@ class EngramLanguageServer(LanguageServer):
 
         result: SyncReport | None = None
         try:
+            # The watch first, then the reconcile's walk: a change made before the watch is
+            # on disk when the walk comes, one made after it is an event.
+            watcher = vault.watcher
+            if watcher is not None and not await self.run(watcher.wait_established):
+                log.warning("the watch of %s is not in place yet; reconciling", vault.root)
             result = await self.run(partial(vault.engram.sync, progress=progress))
             vault.start_checks()
         except Exception as exc:

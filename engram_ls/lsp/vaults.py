@@ -20,6 +20,7 @@ from engram_ls.core.config import EngramConfig, load_config
 from engram_ls.core.errors import EngramError
 from engram_ls.core.service import Engram
 from engram_ls.core.sync import Change, SyncReport
+from engram_ls.core.watch import VaultWatcher
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -47,6 +48,9 @@ class VaultSession:
         self._retry: asyncio.Task[None] | None = None
         self._checker: IntegrityChecker | None = None
         self.build: asyncio.Task[SyncReport | None] | None = None
+        self.watcher: VaultWatcher | None = None
+        """The server's own watcher of this vault (when the client does not watch files); the
+        first reconcile starts once its watch is in place, so no change falls between them."""
         self.on_applied: Callable[[VaultSession, SyncReport], None] | None = None
 
     @property

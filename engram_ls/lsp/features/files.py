@@ -121,6 +121,7 @@ def _watch_ourselves(ls: EngramLanguageServer) -> None:
     for vault in ls.vaults:
         watcher = VaultWatcher(vault.engram, on_changes=forward(vault))
         watcher.start()
+        vault.watcher = watcher
         ls.watchers.append(watcher)
 
 
