@@ -73,6 +73,14 @@ def varints(blob: bytes) -> list[int]:
     return out
 
 
+def token_count(docsize: bytes) -> int:
+    """A note's tokens in all columns, from its ``docsize`` record (what bm25 reads through
+    ``xColumnSize(-1)``): its bytes' sum when every column holds under 128 tokens."""
+    if max(docsize, default=0) < 0x80:
+        return sum(docsize)
+    return sum(varints(bytes(docsize)))
+
+
 def totals(conn: sqlite3.Connection) -> tuple[int, int] | None:
     """(rows, tokens in all columns) of the full-text table, from its ``averages`` record:
     what bm25 reads through ``xRowCount`` and ``xColumnTotalSize(-1)``."""
@@ -169,9 +177,9 @@ def read_postings(
     ).fetchone()[0]
     by_f: dict[float, list[tuple[int, int]]] = {}
     for rowid, blob in conn.execute("SELECT id, sz FROM notes_fts_docsize"):
-        f = freq.get(int(rowid))
+        f = freq.get(rowid)
         if f is not None:
-            by_f.setdefault(f, []).append((sum(varints(bytes(blob))), int(rowid)))
+            by_f.setdefault(f, []).append((token_count(blob), rowid))
     groups = []
     for f in sorted(by_f, reverse=True):
         entries = sorted(by_f[f])
