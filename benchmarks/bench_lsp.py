@@ -296,14 +296,14 @@ async def cold_cli(vault: Path, index: Path) -> dict[str, Any]:
     }
 
 
-async def queries(s: Session, vault: Path, runs: int) -> dict[str, Any]:
+async def queries(s: Session, vault: Path, runs: int, settle_s: float = 0.0) -> dict[str, Any]:
     rows: dict[str, Any] = {}
     for name, params, baseline in b.query_mix():
 
         async def one(params: dict[str, Any] = params) -> Any:
             return await s.search(**params)
 
-        stats, res = await b.timed(one, runs)
+        stats, res = await b.timed(one, runs, settle_s=settle_s)
         row = {**stats, "total": res["total"], "served_by": res["index"]["served_by"]}
         if baseline is not None:
             row["rg_ms"] = b.rg_ms(vault, baseline["pattern"], regex=baseline.get("regex", False))
@@ -572,6 +572,35 @@ async def run_all(
 PRESETS = ("visual-studio-code", "neovim")
 
 
+async def search_rounds(
+    vault: Path,
+    index: Path,
+    repeat: int,
+    rounds: int,
+    baseline: Path | None = None,
+    settle_s: float = 0.0,
+) -> dict[str, Any]:
+    """Only the query mix, through a VS Code-like server started for each round and code
+    tree (the trees alternated, so that a change in the machine's load reaches both)."""
+    vault = vault.resolve()
+    if not index.exists():
+        raise SystemExit(f"bench_lsp: --only search needs an existing index (--index {index})")
+    trees: dict[str, Path | None] = {"new": None}
+    if baseline is not None:
+        trees = {"baseline": baseline.resolve(), "new": None}
+    out: dict[str, Any] = {"settle_s": settle_s, "rounds": {name: [] for name in trees}}
+    for _ in range(rounds):
+        for name, code in trees.items():
+            s = Session(vault, index, "visual-studio-code", code)
+            try:
+                await s.start()
+                out["rounds"][name].append(await queries(s, vault, repeat, settle_s))
+            finally:
+                await s.stop()
+    out["load_avg"] = os.getloadavg()
+    return out
+
+
 async def warm_starts(
     vault: Path, index: Path, runs: int, baseline: Path | None = None
 ) -> dict[str, Any]:
@@ -623,12 +652,32 @@ def main() -> int:
     ap.add_argument(
         "--shape", choices=g.SHAPES, default="standard", help="the vault's generator shape"
     )
-    ap.add_argument("--only", choices=["warm"], default=None, help="measure only the warm start")
-    ap.add_argument("--runs", type=int, default=5, help="with --only warm: starts per preset")
     ap.add_argument(
-        "--baseline", type=Path, default=None, help="with --only warm: code tree to compare"
+        "--only",
+        choices=["warm", "search"],
+        default=None,
+        help="measure only the warm start, or only the engram/search query mix",
+    )
+    ap.add_argument(
+        "--runs", type=int, default=5, help="with --only: starts per preset, or search rounds"
+    )
+    ap.add_argument("--baseline", type=Path, default=None, help="with --only: code tree to compare")
+    ap.add_argument(
+        "--settle",
+        type=float,
+        default=0.0,
+        help="with --only search: a second untimed request and this many seconds of rest"
+        " before timing each query kind (the steady state after background reads)",
     )
     args = ap.parse_args()
+    if args.only == "search":
+        if args.index is None:
+            ap.error("--only search needs --index (an index built beforehand)")
+        searches = search_rounds(
+            args.vault, args.index, args.repeat, args.runs, args.baseline, args.settle
+        )
+        b.emit(asyncio.run(searches), args.json)
+        return 0
     if args.only == "warm":
         if args.index is None:
             ap.error("--only warm needs --index (an index built beforehand)")

@@ -50,11 +50,21 @@ def summary(times_ms: list[float]) -> dict[str, Any]:
 
 
 async def timed(
-    fn: Callable[[], Awaitable[Any]], runs: int, budget_s: float = 8.0, min_runs: int = 5
+    fn: Callable[[], Awaitable[Any]],
+    runs: int,
+    budget_s: float = 8.0,
+    min_runs: int = 5,
+    settle_s: float = 0.0,
 ) -> tuple[dict[str, Any], Any]:
     """Await ``fn`` ``runs`` times (fewer when it would exceed ``budget_s``, never fewer than
-    ``min_runs``); one untimed warm-up call first. Returns the summary and the last result."""
+    ``min_runs``); one untimed warm-up call first. With ``settle_s``, a second untimed call
+    and that many seconds of rest before timing: the steady state of a server that reads
+    something in the background after a request is repeated. Returns the summary and the
+    last result."""
     result = await fn()
+    if settle_s > 0:
+        result = await fn()
+        await asyncio.sleep(settle_s)
     times: list[float] = []
     start = time.perf_counter()
     for i in range(runs):
