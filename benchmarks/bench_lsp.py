@@ -581,7 +581,8 @@ async def search_rounds(
     settle_s: float = 0.0,
 ) -> dict[str, Any]:
     """Only the query mix, through a VS Code-like server started for each round and code
-    tree (the trees alternated, so that a change in the machine's load reaches both)."""
+    tree (the trees alternated, each round in the other order, so that a change in the
+    machine's load, or what the first server leaves in the page cache, reaches both)."""
     vault = vault.resolve()
     if not index.exists():
         raise SystemExit(f"bench_lsp: --only search needs an existing index (--index {index})")
@@ -589,8 +590,9 @@ async def search_rounds(
     if baseline is not None:
         trees = {"baseline": baseline.resolve(), "new": None}
     out: dict[str, Any] = {"settle_s": settle_s, "rounds": {name: [] for name in trees}}
-    for _ in range(rounds):
-        for name, code in trees.items():
+    for i in range(rounds):
+        order = list(trees.items())
+        for name, code in order if i % 2 == 0 else reversed(order):
             s = Session(vault, index, "visual-studio-code", code)
             try:
                 await s.start()
