@@ -7,6 +7,7 @@ notes) takes it, and each answer is compared with FTS5's, query by query."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -22,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engram_ls.core.index import db, impacts, topic_sets
-from engram_ls.core.index.fts import tokenize
+from engram_ls.core.index.fts import quoted, tokenize
 from engram_ls.core.index.snapshot_cache import SnapshotCache
 from engram_ls.core.search.index_path import BM25_WEIGHTS, IndexSearcher
 from engram_ls.core.search.plan import make_plan
@@ -32,6 +33,18 @@ from tests.conftest import DATA, EXAMPLE, copy_tree
 
 WEIGHTS = tuple(BM25_WEIGHTS)
 MIN_MATCHES = impacts.MIN_MATCHES
+
+
+@contextlib.contextmanager
+def _synced(root: Path) -> Iterator[Engram]:
+    """An Engram over ``root``, its index brought up to date; closed at the end."""
+    e = Engram(root)
+    e.open()
+    try:
+        e.sync()
+        yield e
+    finally:
+        e.close()
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +103,7 @@ def _fts5_ranking(conn: Any, tokens: tuple[str, ...]) -> list[tuple[int, float]]
         for i, r in conn.execute(
             f"SELECT rowid, bm25(notes_fts, {w}) AS r FROM notes_fts WHERE notes_fts MATCH ?"
             " ORDER BY r, rowid",
-            (impacts.fts5_string(tokens),),
+            (quoted(" ".join(tokens)),),
         )
     ]
 
@@ -230,10 +243,7 @@ def test_a_word_searched_twice_is_answered_from_postings_until_the_index_changes
     low_threshold: None, generated: Any
 ) -> None:
     root = generated(300, 5)
-    e = Engram(root)
-    e.open()
-    try:
-        e.sync()
+    with _synced(root) as e:
         cache = e.index.postings
         first = e.search({"query": "index"})
         assert cache.kept() == []  # one search reads nothing
@@ -258,8 +268,6 @@ def test_a_word_searched_twice_is_answered_from_postings_until_the_index_changes
         assert changed.total == first.total + 1
         assert changed.results[0].path == "new-note.md"
         assert _same(changed, e.search({"query": "index"}))
-    finally:
-        e.close()
     assert e.index.postings.kept() == []  # closing the index forgets them
 
 
@@ -276,26 +284,18 @@ def test_a_search_never_reads_postings_for_rare_words(
     monkeypatch.setattr(impacts, "MIN_MATCHES", MIN_MATCHES)  # whatever ran before
     monkeypatch.setattr(impacts, "SLOW_S", float("inf"))  # however loaded the machine is
     root = generated(200, 2)
-    e = Engram(Path(root))
-    e.open()
-    try:
-        e.sync()
+    with _synced(root) as e:
         for _ in range(3):
             e.search({"query": "index"})
         time.sleep(0.2)
         assert e.index.postings.kept() == []  # 200 notes: far below MIN_MATCHES
-    finally:
-        e.close()
 
 
 def test_a_large_topic_filter_searched_twice_counts_from_sets_until_the_index_changes(
     low_threshold: None, generated: Any
 ) -> None:
     root = generated(300, 6)
-    e = Engram(root)
-    e.open()
-    try:
-        e.sync()
+    with _synced(root) as e:
         request = {"tags": ["python", "memory"], "tags_mode": "all"}
         first = e.search(request)
         assert e.index.topic_notes.kept() == []  # one search reads nothing
@@ -316,8 +316,6 @@ def test_a_large_topic_filter_searched_twice_counts_from_sets_until_the_index_ch
         changed = e.search(request)
         assert changed.total == first.total + 1
         assert changed.results[0].path == "both.md"
-    finally:
-        e.close()
     assert e.index.topic_notes.kept() == []
 
 
@@ -327,10 +325,7 @@ def test_a_value_read_from_a_file_that_replaced_the_index_is_never_used(
     """Another process may replace the index file (same generation, other notes): what the
     caches read from it never answers a search that reads the file it opened."""
     root = generated(120, 7)
-    e = Engram(root)
-    e.open()
-    try:
-        e.sync()
+    with _synced(root) as e:
         key = (("index",), WEIGHTS)
         cache = impacts.postings_cache(e.index)
         assert cache.read(key) is not None
@@ -343,5 +338,3 @@ def test_a_value_read_from_a_file_that_replaced_the_index_is_never_used(
         assert e.index.file_at_path() != e.index.opened_file()
         assert cache.read(key) is not None
         assert cache.current(conn, key) is None
-    finally:
-        e.close()

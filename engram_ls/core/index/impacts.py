@@ -37,6 +37,7 @@ from array import array
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
+from engram_ls.core.index.fts import quoted
 from engram_ls.core.index.snapshot_cache import SnapshotCache, Source, generation
 
 K1 = 1.2
@@ -50,8 +51,6 @@ compared in every note that holds all of them, however few hold the phrase)."""
 HOT_WORDS = 4
 """Words and phrases whose postings are kept (the most recently used): 4.6 MB for a word in
 54,700 notes."""
-COLUMNS = ("title", "summary", "topics", "body")
-"""The full-text table's columns, in order (``schema.DDL``)."""
 
 
 def varints(blob: bytes) -> list[int]:
@@ -102,9 +101,6 @@ class Group:
 
 @dataclass(frozen=True, slots=True)
 class Postings:
-    tokens: tuple[str, ...]
-    """The word, or the words of a phrase, as FTS5 stores them."""
-    weights: tuple[float, ...]
     generation: int
     groups: tuple[Group, ...]
     """By ``f``, highest first."""
@@ -115,11 +111,6 @@ class Postings:
     @property
     def count(self) -> int:
         return len(self.ids)
-
-
-def fts5_string(tokens: Sequence[str]) -> str:
-    """The FTS5 query matching ``tokens`` as one phrase (a quoted string)."""
-    return '"' + " ".join(tokens).replace('"', '""') + '"'
 
 
 def vocabulary(conn: sqlite3.Connection) -> None:
@@ -170,10 +161,11 @@ def read_postings(
     if any(w != int(w) or w <= 0 for w in weights):
         raise ValueError("weights must be positive whole numbers (sums stay exact)")
     gen = generation(conn)
-    weight = dict(zip(COLUMNS, (float(w) for w in weights), strict=True))
+    columns = [str(r[1]) for r in conn.execute("PRAGMA table_info(notes_fts)")]
+    weight = dict(zip(columns, (float(w) for w in weights), strict=True))
     freq = _frequencies(conn, tokens, weight)
     matches = conn.execute(
-        "SELECT count(*) FROM notes_fts WHERE notes_fts MATCH ?", (fts5_string(tokens),)
+        "SELECT count(*) FROM notes_fts WHERE notes_fts MATCH ?", (quoted(" ".join(tokens)),)
     ).fetchone()[0]
     by_f: dict[float, list[tuple[int, int]]] = {}
     for rowid, blob in conn.execute("SELECT id, sz FROM notes_fts_docsize"):
@@ -187,7 +179,7 @@ def read_postings(
             Group(f, array("q", (i for _, i in entries)), array("q", (d for d, _ in entries)))
         )
     ids = frozenset(freq)
-    return Postings(tuple(tokens), tuple(weights), gen, tuple(groups), ids, matches == len(ids))
+    return Postings(gen, tuple(groups), ids, matches == len(ids))
 
 
 def idf(rows: int, hits: int) -> float:
