@@ -572,6 +572,15 @@ async def run_all(
 PRESETS = ("visual-studio-code", "neovim")
 
 
+def _trees(only: str, index: Path, baseline: Path | None) -> dict[str, Path | None]:
+    """The code trees of an ``--only`` run (None: this tree), given that its index exists."""
+    if not index.exists():
+        raise SystemExit(f"bench_lsp: --only {only} needs an existing index (--index {index})")
+    if baseline is None:
+        return {"new": None}
+    return {"baseline": baseline.resolve(), "new": None}
+
+
 async def search_rounds(
     vault: Path,
     index: Path,
@@ -584,11 +593,7 @@ async def search_rounds(
     tree (the trees alternated, each round in the other order, so that a change in the
     machine's load, or what the first server leaves in the page cache, reaches both)."""
     vault = vault.resolve()
-    if not index.exists():
-        raise SystemExit(f"bench_lsp: --only search needs an existing index (--index {index})")
-    trees: dict[str, Path | None] = {"new": None}
-    if baseline is not None:
-        trees = {"baseline": baseline.resolve(), "new": None}
+    trees = _trees("search", index, baseline)
     out: dict[str, Any] = {"settle_s": settle_s, "rounds": {name: [] for name in trees}}
     for i in range(rounds):
         order = list(trees.items())
@@ -609,11 +614,7 @@ async def warm_starts(
     """Only the warm start: ``runs`` starts per preset (and per code tree with a baseline),
     alternated so that a change in the machine's load reaches every variant alike."""
     vault = vault.resolve()
-    if not index.exists():
-        raise SystemExit(f"bench_lsp: --only warm needs an existing index (--index {index})")
-    trees: dict[str, Path | None] = {"new": None}
-    if baseline is not None:
-        trees = {"baseline": baseline.resolve(), "new": None}
+    trees = _trees("warm", index, baseline)
     seconds: dict[str, dict[str, list[float]]] = {name: {p: [] for p in PRESETS} for name in trees}
     cpu: dict[str, dict[str, list[float]]] = {name: {p: [] for p in PRESETS} for name in trees}
     notes = 0
