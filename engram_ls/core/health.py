@@ -31,6 +31,7 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 """Damage itself is logged where the file is replaced (``Index._replace``)."""
 SERVABLE_STATES = frozenset({"ready", "stale"})
+WAL_LOST = "the write-ahead log was deleted while the index was open"
 
 
 class Reading:
@@ -138,12 +139,17 @@ class IndexHealth:
         """Reopen if the index file was deleted or replaced under us (another process moved a
         damaged one aside; the vault folder was deleted and made again): reading the old file
         would answer from notes that are gone."""
-        if self.readable and self.index.replaced_by_other() and self.root.is_dir():
-            with self.lock:
-                if self.index.replaced_by_other():
-                    self.index.close()
-                    self.behind = "the index file was replaced"
-                    self.open()
+        if not self.readable:
+            return
+        if self.index.replaced_by_other():
+            if self.root.is_dir():
+                with self.lock:
+                    if self.index.replaced_by_other():
+                        self.index.close()
+                        self.behind = "the index file was replaced"
+                        self.open()
+        elif self.index.wal_lost():
+            self.recover_quietly("wal-lost", WAL_LOST)
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -315,6 +321,8 @@ class IndexHealth:
             self.index.close()  # deleted or replaced under us: open the file now at the path
             self.unavailable = "the index file was replaced"
             self.behind = self.unavailable
+        elif self._opened and self.unavailable is None and self.index.wal_lost():
+            self.recover_quietly("wal-lost", WAL_LOST)  # writes to it would be lost
         if not self._opened or self.unavailable is not None:
             self.open()  # never write to an index that was not checked (or replaced)
             if self.unavailable is not None:

@@ -66,6 +66,15 @@ class IndexStatus:
     when off or unknown)."""
 
 
+def _file_id(path: str) -> tuple[int, int] | None:
+    """(device, inode) of the file at ``path``; None when there is none."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 @dataclass(frozen=True, slots=True)
 class Fresh:
     id: int
@@ -282,7 +291,29 @@ class Index:
             conn = (db.connect_read_only if self.read_only else db.connect)(self.path)
             self._local.conn = conn
             self._local.epoch = self._epoch
+            # The file and the -wal (if there is one yet) this connection opened: ``wal_lost``.
+            self._local.file = _file_id(os.fspath(self.path))
+            self._local.wal = None if self.read_only else _file_id(self._wal_path())
         return conn
+
+    def _wal_path(self) -> str:
+        return os.fspath(self.path) + "-wal"
+
+    def wal_lost(self) -> bool:
+        """True when the -wal this thread's connection writes to is no longer the one at the
+        path (deleted, or deleted and made again by another connection): its writes would go
+        where no other connection, and no later process, reads them. SQLite never deletes the
+        -wal while a connection of it is open, so this is always damage (``wal-lost``)."""
+        if getattr(self._local, "epoch", None) != self._epoch:
+            return False  # no connection in this thread yet (or one from before a close)
+        if self._local.file != _file_id(os.fspath(self.path)):
+            return False  # opened on a file since replaced: ``replaced_by_other`` answers that
+        opened: tuple[int, int] | None = getattr(self._local, "wal", None)
+        now = _file_id(self._wal_path())
+        if opened is None:  # made by this connection's first write, or by another's
+            self._local.wal = now
+            return False
+        return now != opened
 
     def reader(self) -> sqlite3.Connection:
         """A new connection of its own, for a thread that reads apart from the others."""
