@@ -36,7 +36,7 @@ from engram_ls import __version__
 from engram_ls.core.net import is_loopback
 from engram_ls.core.sync import SyncReport
 from engram_ls.core.watch import VaultWatcher
-from engram_ls.lsp import convert
+from engram_ls.lsp import convert, stdio
 from engram_ls.lsp.vaults import VaultSession, VaultSessions
 
 log = logging.getLogger("engram_ls.lsp")
@@ -336,7 +336,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
             server.start_tcp(host, int(port))
         else:
-            server.start_io()
+            stdio.serve(server)
     finally:
         server.stop_all()
     return 0

@@ -146,6 +146,9 @@ def test_garbage_does_not_stop_the_server(tmp_path: Path) -> None:
         garbage += [rng.randbytes(rng.randint(1, 200)) for _ in range(20)]
         for body in garbage:
             client.raw(body)
+        assert client.proc.stdin is not None  # header lines no header is: skipped
+        client.proc.stdin.write(b"X-Junk: " + b"x" * 300_000 + b"\r\n" + b"\x00" * 70_000)
+        client.proc.stdin.write(b"\r\n\r\nContent-Type: text/plain\r\n")
 
         # every request that had an id got an error answer, not silence
         for id_ in (6, 7, 8, 9):
@@ -180,3 +183,31 @@ def test_garbage_does_not_stop_the_server(tmp_path: Path) -> None:
         assert client.proc.poll() is None
     finally:
         client.close()
+
+
+def test_stdin_from_a_regular_file(tmp_path: Path) -> None:
+    """Requests read from a file (no pipe to wait on) are answered in order until its end."""
+    root = copy_tree(DATA / "tags", tmp_path / "tags")
+    frames = b""
+    for message in (
+        {"id": 1, "method": "initialize", "params": {"capabilities": {}, "rootUri": root.as_uri()}},
+        {"method": "initialized", "params": {}},
+        {"id": 2, "method": "engram/status", "params": {}},
+        {"id": 3, "method": "shutdown"},
+        {"method": "exit"},
+    ):
+        body = json.dumps({"jsonrpc": "2.0", **message}).encode()
+        frames += b"Content-Length: %d\r\n\r\n" % len(body) + body
+    requests = tmp_path / "requests.bin"
+    requests.write_bytes(frames)
+    with open(requests, "rb") as stdin:
+        done = subprocess.run(
+            SERVER, stdin=stdin, capture_output=True, cwd=tmp_path, timeout=60, check=False
+        )
+    answered = [
+        json.loads(part.split(b"\r\n\r\n", 1)[1])
+        for part in done.stdout.split(b"Content-Length: ")[1:]
+    ]
+    ids = [m.get("id") for m in answered if "result" in m]
+    assert ids[:1] == [1] and 3 in ids, (ids, done.stderr[-2000:])
+    assert done.returncode == 0, done.stderr[-2000:]
