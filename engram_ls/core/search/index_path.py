@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -300,9 +301,11 @@ class IndexSearcher:
         if len(kept) < len({*include, *f.exclude}):
             return None
         sets = sorted((kept[t] for t in include), key=len)
-        passing = (
-            sets[0].intersection(*sets[1:]) if f.driver is not None else sets[0].union(*sets[1:])
-        )
+        passing = sets[0]  # one topic: its set as it is (intersection() would copy it)
+        if len(sets) > 1 and f.driver is not None:
+            passing = passing.intersection(*sets[1:])
+        elif len(sets) > 1:
+            passing = passing.union(*sets[1:])
         if f.exclude:
             passing = passing.difference(*(kept[t] for t in f.exclude))
         return passing
@@ -520,8 +523,11 @@ class IndexSearcher:
     def _hits(self, plan: Plan, rows: list[_Row]) -> list[SearchHit]:
         if not rows:
             return []
-        names = self._canonical_names(rows)
-        need_body = [r.id for r in rows if "line" not in r.extra]
+        listed = {r.id: json.loads(r.topics_json) for r in rows}
+        names = self._canonical_names(listed.values())
+        need_body = [  # a listing shows the summary when there is one: no body to read
+            r.id for r in rows if "line" not in r.extra and (plan.terms or not r.summary)
+        ]
         bodies: dict[int, str] = {}
         if need_body:
             marks = ",".join("?" * len(need_body))
@@ -534,7 +540,7 @@ class IndexSearcher:
 
         def found(r: _Row) -> Found:
             plan.check()  # placing a snippet reads the note's body (up to 50 MB)
-            topics = tuple(names.get(t.casefold(), t) for t in json.loads(r.topics_json))
+            topics = tuple(names.get(t.casefold(), t) for t in listed[r.id])
             if "line" in r.extra:
                 line, text = r.extra["line"]
             else:
@@ -543,8 +549,8 @@ class IndexSearcher:
 
         return page_hits(self.vault, plan, self.config, rows, found)
 
-    def _canonical_names(self, rows: list[_Row]) -> dict[str, str]:
-        keys = sorted({t.casefold() for r in rows for t in json.loads(r.topics_json)})
+    def _canonical_names(self, listed: Iterable[list[str]]) -> dict[str, str]:
+        keys = sorted({t.casefold() for topics in listed for t in topics})
         out: dict[str, str] = {}
         for i in range(0, len(keys), 500):
             part = keys[i : i + 500]
