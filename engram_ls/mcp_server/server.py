@@ -285,13 +285,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     engram = Engram(root)
     engram.open()
+    watcher = None if args.no_watch else VaultWatcher(engram)
+    if watcher is not None:
+        # Watch first, then reconcile: a change before the watch is on disk when the reconcile
+        # walks, one after it is an event (applied after the reconcile, which holds the lock).
+        watcher.start()
+        watcher.wait_established()
     try:
         engram.sync()
     except EngramError as exc:
         log.warning("the index could not be brought up to date: %s", exc)
-    watcher = None if args.no_watch else VaultWatcher(engram)
-    if watcher is not None:
-        watcher.start()
     checker = IntegrityChecker(engram)
     checker.start()
     server = create_server(engram, allow_write=args.allow_write)

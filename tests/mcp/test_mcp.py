@@ -307,3 +307,53 @@ async def test_related_notes_errors(
     async with Client(create_server(engram)) as links_client:
         r = await call(links_client, "related_notes", {"path": path})
         assert r.is_error and code in r.content[0].text
+
+
+async def test_stdio_finds_notes_written_while_it_starts(
+    generated: Callable[..., Path], tmp_path: Path
+) -> None:
+    """Notes written from the process's start until it answers (and a little after) are all
+    found: none falls between the start-up reconcile and the watch."""
+    import asyncio
+
+    from tests.reliability.oracle import assert_index_matches_vault
+
+    root = generated(600)
+    with Engram(root) as engram:  # a warm start: the index exists
+        engram.sync()
+    area = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))[0]
+    written: list[str] = []
+    answered = asyncio.Event()
+
+    async def keep_writing() -> None:
+        i, extra = 0, 10
+        while extra:
+            body = f"---\ntags: [startup]\n---\n# startupword{i}\n"
+            (area / f"startup-{i}.md").write_text(body, "utf-8")
+            written.append(f"startupword{i}")
+            i += 1
+            if answered.is_set():
+                extra -= 1
+            await asyncio.sleep(0.003)
+
+    writer = asyncio.ensure_future(keep_writing())
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "engram_ls", "mcp", str(root)]
+    )
+    try:
+        async with Client(params) as client:
+            await call(client, "index_status", {})
+            answered.set()
+            await writer
+            loop = asyncio.get_running_loop()
+            end = loop.time() + 10
+            while True:
+                r = await call(client, "search_notes", {"tags": ["startup"], "limit": 1})
+                if r.structured_content["total"] == len(written):
+                    break
+                assert loop.time() < end, (r.structured_content["total"], len(written))
+                await asyncio.sleep(0.1)
+    finally:
+        answered.set()
+        await writer
+    assert_index_matches_vault(root / ".engram" / "index.sqlite", root, tmp_path)
