@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -151,25 +152,39 @@ def _clean(path: bytes) -> str:
     return text[2:] if text.startswith("./") else text
 
 
+_BINARY_NOTICE = re.compile(rb': binary file matches \(found "\\0" byte around offset \d+\)\n')
+"""What rg prints instead of the matching lines of a file with a NUL byte (no NUL after the
+path: ``--null`` does not apply to it)."""
+
+
 def _records(
     args: list[str],
     files: Sequence[str] | None,
     root: Path,
     deadline: float | None,
     cancel: threading.Event | None,
+    binary: list[str] | None = None,
 ) -> Iterator[tuple[str, bytes]]:
-    """Run rg over ``files`` (or the vault) and yield (vault-relative path, rest of the line)."""
+    """Run rg over ``files`` (or the vault) and yield (vault-relative path, rest of the line);
+    the paths of files rg only says are binary go to ``binary``."""
     for target in _targets(files):
         out = _run(args + target, root, deadline, cancel)
         pos = 0
         while pos < len(out):
             nul = out.find(b"\0", pos)
+            head = out[pos:] if nul == -1 else out[pos:nul]
+            notice = _BINARY_NOTICE.search(head)
+            while notice is not None:  # a file name never holds this text and a newline
+                if binary is not None:
+                    binary.append(_clean(head[: notice.start()]))
+                head = head[notice.end() :]
+                notice = _BINARY_NOTICE.search(head)
             if nul == -1:
                 break
             end = out.find(b"\n", nul)
             if end == -1:
                 end = len(out)
-            yield _clean(out[pos:nul]), out[nul + 1 : end]
+            yield _clean(head), out[nul + 1 : end]
             pos = end + 1
 
 
@@ -203,22 +218,43 @@ class Grep:
         return counts
 
     def first(self, files: Sequence[str]) -> dict[str, FirstMatch]:
-        """The first matching line (1-based number and text) of each of ``files``."""
+        """The first matching line (1-based number and text) of each of ``files`` (none for
+        a file rg only says is binary)."""
+        found = self._lines(files, ["--max-count=1"], [])
+        return {path: first for path, (_, first) in found.items()}
+
+    def lines(self, files: Sequence[str]) -> dict[str, tuple[int, FirstMatch]] | None:
+        """Both ``count`` and ``first`` of each of ``files`` that matches, from one rg run
+        that prints every matching line (so only for files small enough in total: the output
+        can be as large as they are). None when one of them is binary: rg then prints no
+        lines of it, and only ``count`` counts its matches."""
+        binary: list[str] = []
+        found = self._lines(files, [], binary)
+        return None if binary else found
+
+    def _lines(
+        self, files: Sequence[str], extra: list[str], binary: list[str]
+    ) -> dict[str, tuple[int, FirstMatch]]:
         if not files:
             return {}
         args = [
             *self._args(),
-            "--max-count=1",
+            *extra,
             "--line-number",
             f"--max-columns={MAX_LINE_CHARS}",
             "--max-columns-preview",
         ]
-        found: dict[str, FirstMatch] = {}
-        for path, rest in _records(args, files, self.root, self.deadline, self.cancel):
+        found: dict[str, tuple[int, FirstMatch]] = {}
+        records = _records(args, files, self.root, self.deadline, self.cancel, binary)
+        for path, rest in records:
             number, sep, text = rest.partition(b":")
             if sep and number.isdigit() and int(number) > 0:
-                line = FirstMatch(int(number), text.decode("utf-8", "replace").rstrip("\r"))
-                found.setdefault(path, line)
+                known = found.get(path)
+                if known is None:
+                    first = FirstMatch(int(number), text.decode("utf-8", "replace").rstrip("\r"))
+                    found[path] = (1, first)
+                else:
+                    found[path] = (known[0] + 1, known[1])
         return found
 
 

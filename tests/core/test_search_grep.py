@@ -248,3 +248,29 @@ def test_the_trigram_index_is_off_by_default(tmp_path: Path) -> None:
         e.sync()
         assert e.status().trigram_index is False
         assert e.search({"query": "foo foo", "mode": "literal"}).index.served_by == "scan"
+
+
+def test_a_binary_file_among_others_hides_no_first_line(tmp_path: Path) -> None:
+    """rg says "binary file matches" of a file with a NUL byte, on a line without ``--null``'s
+    separator: the next file's first line and count are still read right, and one run of
+    every line gives way to ``count`` (which counts the binary file's matches too)."""
+    from engram_ls.core.ripgrep import Grep
+
+    (tmp_path / "a-bin.md").write_bytes(b"foo bar\n\x00\nfoo bar again\n")
+    (tmp_path / "b\nodd: name.md").write_text("nothing\nfoo bar here\n", encoding="utf-8")
+    (tmp_path / "c.md").write_text("foo bar\nand foo bar\n", encoding="utf-8")
+    grep = Grep(tmp_path, "foo bar", regex=False)
+    files = ["a-bin.md", "b\nodd: name.md", "c.md"]
+    firsts = grep.first(files)
+    assert {p: (m.line, m.text) for p, m in firsts.items()} == {
+        "b\nodd: name.md": (2, "foo bar here"),
+        "c.md": (1, "foo bar"),
+    }
+    assert grep.count(files) == {"a-bin.md": 2, "b\nodd: name.md": 1, "c.md": 2}
+    assert grep.lines(files) is None
+    both = grep.lines(files[1:])
+    assert both is not None
+    assert {p: (n, m.line, m.text) for p, (n, m) in both.items()} == {
+        "b\nodd: name.md": (1, 2, "foo bar here"),
+        "c.md": (2, 1, "foo bar"),
+    }
