@@ -26,6 +26,7 @@ from engram_ls.core.globs import compile_glob
 from engram_ls.core.index import impacts, topic_sets, trigram
 from engram_ls.core.index.rows import folder_range
 from engram_ls.core.index.snapshot_cache import SnapshotCache
+from engram_ls.core.ripgrep import FirstMatch, Grep
 from engram_ls.core.search.hits import (
     Found,
     SearchHit,
@@ -34,6 +35,7 @@ from engram_ls.core.search.hits import (
     page_hits,
     snippet_line,
 )
+from engram_ls.core.search.literal import UNDECIDED, Literal
 from engram_ls.core.search.plan import Plan
 from engram_ls.core.search.trigram_query import trigram_query
 from engram_ls.core.vault import Vault
@@ -48,6 +50,10 @@ PROBE_MAX = 3000
 RG_FILE_SHARE = 0.6
 """Above this share of all notes, ripgrep scans the whole vault and results are intersected
 with the filters instead of being given the candidate files."""
+ONE_RUN_BYTES = 4 << 20
+"""Notes to search this small in total (by their indexed size) are searched by one rg run
+printing every matching line (counts and first lines at once) instead of two (``--count``,
+then the first line of each note on the page): one process start less, about 8 ms."""
 LAST_DAY = "9999-12-31"
 FIRST_DAY = "0000-01-01"
 
@@ -442,7 +448,8 @@ class IndexSearcher:
     # -- literal / regex -------------------------------------------------------------------
 
     def _grep(self, plan: Plan, f: _Filters) -> tuple[list[SearchHit], int]:
-        files: list[str] | None = None
+        files: dict[str, int] | None = None
+        """The notes to search (path → size), when the index narrowed the query."""
         candidates = self._trigram_candidates(plan, f)
         if candidates is not None:
             if not candidates:
@@ -451,14 +458,14 @@ class IndexSearcher:
         elif not f.empty:
             ids_sql, params = f.ids_query(ordered=False)
             cap = int(self._note_count() * RG_FILE_SHARE) + 1
-            files = [
-                str(r[0])
+            files = {
+                str(r[0]): int(r[1])
                 for r in self.conn.execute(
-                    f"SELECT n.path FROM notes n WHERE n.id IN (SELECT id FROM ({ids_sql}))"
-                    " LIMIT ?",
+                    f"SELECT n.path, n.size FROM notes n WHERE n.id IN (SELECT id FROM"
+                    f" ({ids_sql})) LIMIT ?",
                     [*params, cap],
                 )
-            ]
+            }
             if len(files) >= cap:
                 files = None
             elif not files:
@@ -466,7 +473,15 @@ class IndexSearcher:
         if files is None:
             self.served_by = "scan"  # the index narrowed nothing: ripgrep reads every file
         grep = plan.grep(self.vault.root)
-        counts = grep.count(files)
+        firsts: dict[str, FirstMatch] | None = None
+        lines = None
+        if files is not None and sum(files.values()) <= ONE_RUN_BYTES:
+            lines = self._lines_of(plan, grep, list(files))
+        if lines is not None:
+            counts = {path: n for path, (n, _) in lines.items()}
+            firsts = {path: first for path, (_, first) in lines.items()}
+        else:
+            counts = grep.count(None if files is None else list(files))
         plan.check()
         rows: list[_Row] = []
         where, params = f.topic_conditions("n")
@@ -484,17 +499,46 @@ class IndexSearcher:
                 rows.append(row)
         newest_first(rows, day=lambda r: r.created_at, score=lambda r: r.score)
         page = rows[plan.offset : plan.offset + plan.limit]
-        firsts = grep.first([r.path for r in page])
+        if firsts is None:
+            firsts = grep.first([r.path for r in page])
         for r in page:
             m = firsts.get(r.path)
             if m is not None:
                 r.extra["line"] = (m.line, m.text)
         return self._hits(plan, page), len(rows)
 
-    def _trigram_candidates(self, plan: Plan, f: _Filters) -> list[str] | None:
-        """Paths of the notes that can hold a match and pass the filters, from the trigram
-        index; None when it cannot narrow the query (off, no trigram, a regex that requires
-        none)."""
+    def _lines_of(
+        self, plan: Plan, grep: Grep, files: list[str]
+    ) -> dict[str, tuple[int, FirstMatch]] | None:
+        """Matching lines and the first of them, in a few notes: a literal counted here
+        (``literal.py``), what only rg can say and a regex from one rg run printing every
+        matching line; None when rg must count (a binary file among them)."""
+        found: dict[str, tuple[int, FirstMatch]] = {}
+        needle = Literal.of(plan.query, plan.case_sensitive) if plan.mode == "literal" else None
+        if needle is not None:
+            undecided: list[str] = []
+            for path in files:
+                plan.check()
+                data = self.vault.read_or_none(path)
+                if data is None:
+                    continue  # gone, or not a regular file inside the vault: no match
+                got = needle.lines(data)
+                if got == UNDECIDED:
+                    undecided.append(path)
+                elif isinstance(got, tuple):
+                    found[path] = got
+            files = undecided
+        if files:
+            more = grep.lines(files)  # one rg run: every matching line of a few notes
+            if more is None:
+                return None
+            found.update(more)
+        return found
+
+    def _trigram_candidates(self, plan: Plan, f: _Filters) -> dict[str, int] | None:
+        """The notes that can hold a match and pass the filters (path → size), from the
+        trigram index; None when it cannot narrow the query (off, no trigram, a regex that
+        requires none)."""
         if not self.config.trigram_index:
             return None
         if plan.mode == "literal":
@@ -506,13 +550,14 @@ class IndexSearcher:
             return None
         where, params = f.topic_conditions("n")
         clause = "".join(" AND " + c for c in where)
-        return [
-            str(r[0])
+        return {
+            str(r[0]): int(r[1])
             for r in self.conn.execute(
-                f"SELECT n.path FROM notes n WHERE n.id IN ({trigram.CANDIDATES_SQL}){clause}",
+                f"SELECT n.path, n.size FROM notes n WHERE n.id IN ({trigram.CANDIDATES_SQL})"
+                f"{clause}",
                 [expression, *params],
             )
-        ]
+        }
 
     def _note_count(self) -> int:
         row = self.conn.execute("SELECT value FROM meta WHERE key = 'notes'").fetchone()
