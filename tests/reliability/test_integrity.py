@@ -456,3 +456,27 @@ def test_deleted_wal_is_noticed_by_the_connection_that_wrote_to_it(
     with Engram(root) as engram:  # a later process sees every write
         assert engram.search(query).total == 2
     assert_index_matches_vault(idx, root, tmp_path)
+
+
+def test_a_read_only_reader_outlives_the_writers_wal(generated: Callable[..., Path]) -> None:
+    """A read-only reader (``engram search --no-sync`` beside a server), opened while no writer
+    was there, keeps answering from the index while a writer comes, writes and goes (SQLite
+    deletes the writer's -wal as it closes): that is no damage."""
+    root = generated(60)
+    idx = root / ".engram" / "index.sqlite"
+    query = {"query": "", "date_from": "1900-01-01", "limit": 100}
+    with Engram(root) as first:
+        first.sync(workers=1)
+    assert not Path(f"{idx}-wal").exists()
+    with Engram(root, read_only=True) as reader:
+        dated = reader.search(query).total
+        assert dated > 0
+        with Engram(root) as writer:
+            writer.write_note("new.md", "---\ntags: [x]\n---\n# New\n")
+            assert Path(f"{idx}-wal").exists()
+            assert reader.search(query).index.served_by == "index"
+        assert not Path(f"{idx}-wal").exists()
+        res = reader.search(query)
+        assert res.index.served_by == "index" and res.index.state == "ready", res.index
+        assert res.total == dated
+        assert reader.status().moved_aside is None

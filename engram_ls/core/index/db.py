@@ -43,6 +43,19 @@ CORRUPTION_MARKERS = (
 )
 
 
+FileId = tuple[int, int]
+"""(device, inode): which file a path names at a moment."""
+
+
+def file_id(path: str) -> FileId | None:
+    """The ``FileId`` of the file at ``path``; None when there is none."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 def is_corruption(exc: BaseException) -> bool:
     """True when an sqlite error means the file is damaged or not ours (rebuild, don't retry)."""
     if not isinstance(exc, sqlite3.DatabaseError) or isinstance(exc, sqlite3.IntegrityError):

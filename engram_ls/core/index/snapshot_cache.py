@@ -46,12 +46,12 @@ class Source(Protocol):
         """A new connection of its own."""
         ...
 
-    def file_at_path(self) -> int | None:
-        """The inode of the file at the index's path now."""
+    def file_at_path(self) -> db.FileId | None:
+        """The (device, inode) of the file at the index's path now."""
         ...
 
-    def opened_file(self) -> int | None:
-        """The inode of the file the searches read. A value read from another file (the
+    def opened_file(self) -> db.FileId | None:
+        """The (device, inode) of the file the searches read. A value read from another file (the
         file was replaced under the reader) is never used: two files can be at the same
         generation."""
         ...
@@ -88,7 +88,7 @@ class SnapshotCache(Generic[K, V]):
         self._prepare = prepare
         self.capacity = capacity
         self._lock = threading.Lock()
-        self._kept: OrderedDict[K, tuple[V, int | None]] = OrderedDict()
+        self._kept: OrderedDict[K, tuple[V, db.FileId | None]] = OrderedDict()
         self._asked: set[K] = set()
         self._pending: list[K] = []
         self._reading: threading.Thread | None = None

@@ -66,15 +66,6 @@ class IndexStatus:
     when off or unknown)."""
 
 
-def _file_id(path: str) -> tuple[int, int] | None:
-    """(device, inode) of the file at ``path``; None when there is none."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_dev, st.st_ino
-
-
 @dataclass(frozen=True, slots=True)
 class Fresh:
     id: int
@@ -94,7 +85,7 @@ class Index:
         self._local = threading.local()
         self._epoch = 0
         self._lock = threading.Lock()
-        self._inode: int | None = None
+        self._inode: db.FileId | None = None
         self.rebuilt_reason: str | None = None
         """Why the last open replaced the file (``corrupt``, ``wal-lost``, ``version``)."""
         self._moved: dict[str, Any] | None = None
@@ -210,20 +201,18 @@ class Index:
         self._remember_inode()
 
     def _remember_inode(self) -> None:
-        with contextlib.suppress(OSError):
-            self._inode = os.stat(self.path).st_ino
+        found = self.file_at_path()
+        if found is not None:
+            self._inode = found
 
     def replaced_by_other(self) -> bool:
         """True when the file at our path is no longer the one we opened."""
         now = self.file_at_path()
         return now is None or now != self._inode
 
-    def file_at_path(self) -> int | None:
-        """The inode of the file at the index's path now (None: there is none)."""
-        try:
-            return os.stat(self.path).st_ino
-        except OSError:
-            return None
+    def file_at_path(self) -> db.FileId | None:
+        """The file at the index's path now (None: there is none)."""
+        return db.file_id(os.fspath(self.path))
 
     def _replace(self, reason: str, detail: str | None = None) -> None:
         """The one place an index file is replaced: moved aside (only the newest copy is
@@ -270,8 +259,8 @@ class Index:
             self.close()
         self.open()
 
-    def opened_file(self) -> int | None:
-        """The inode of the file opened last (it changes with every replacement)."""
+    def opened_file(self) -> db.FileId | None:
+        """The file opened last (it changes with every replacement)."""
         return self._inode
 
     def quick_check(self) -> tuple[str, str] | None:
@@ -288,12 +277,12 @@ class Index:
                 conn.close()  # ours, opened before the last close(): safe to close here
             conn = None
         if conn is None:
-            conn = (db.connect_read_only if self.read_only else db.connect)(self.path)
+            conn = self.reader()
             self._local.conn = conn
             self._local.epoch = self._epoch
             # The file and the -wal (if there is one yet) this connection opened: ``wal_lost``.
-            self._local.file = _file_id(os.fspath(self.path))
-            self._local.wal = None if self.read_only else _file_id(self._wal_path())
+            self._local.file = self.file_at_path()
+            self._local.wal = db.file_id(self._wal_path())
         return conn
 
     def _wal_path(self) -> str:
@@ -303,13 +292,14 @@ class Index:
         """True when the -wal this thread's connection writes to is no longer the one at the
         path (deleted, or deleted and made again by another connection): its writes would go
         where no other connection, and no later process, reads them. SQLite never deletes the
-        -wal while a connection of it is open, so this is always damage (``wal-lost``)."""
-        if getattr(self._local, "epoch", None) != self._epoch:
+        -wal while a connection of it is open, so this is always damage (``wal-lost``). A
+        read-only index is not checked: the writer's -wal goes when the writer closes."""
+        if self.read_only or getattr(self._local, "epoch", None) != self._epoch:
             return False  # no connection in this thread yet (or one from before a close)
-        if self._local.file != _file_id(os.fspath(self.path)):
+        if self._local.file != self._inode:
             return False  # opened on a file since replaced: ``replaced_by_other`` answers that
         opened: tuple[int, int] | None = getattr(self._local, "wal", None)
-        now = _file_id(self._wal_path())
+        now = db.file_id(self._wal_path())
         if opened is None:  # made by this connection's first write, or by another's
             self._local.wal = now
             return False
