@@ -513,32 +513,28 @@ class IndexSearcher:
 
     def _matching_notes(self, counts: dict[str, int], f: _Filters) -> list[_Match]:
         """The notes of the files that matched (score: matching lines) that pass the filters:
-        only what ranking them needs, read in pieces of 500 paths (a word in half of the notes
-        matches 55,000 files)."""
+        only what ranking them needs. A quarter of the notes or more (a word in half of them
+        matches 55,000 files) are read in one pass over the table, fewer by path, 500 at a
+        time."""
         where, params = f.topic_conditions("n")
-        clause = "".join(" AND " + c for c in where)
+        select = "SELECT n.id, n.path, n.created_at FROM notes n"
         paths = list(counts)
-        found: list[_Match] = []
         if len(paths) > 2000 and len(paths) * 4 > self._note_count():
-            # A quarter of the notes or more: one pass over the table, not a query per 500.
-            sql = "SELECT n.id, n.path, n.created_at FROM notes n"
-            sql += f" WHERE {' AND '.join(where)}" if where else ""
-            for i, p, c in self.conn.execute(sql, params):
+            queries = [(" AND ".join(where), params)]
+        else:
+            queries = [
+                (
+                    " AND ".join([f"n.path IN ({','.join('?' * len(part))})", *where]),
+                    [*part, *params],
+                )
+                for part in (paths[i : i + 500] for i in range(0, len(paths), 500))
+            ]
+        found: list[_Match] = []
+        for cond, args in queries:
+            for i, p, c in self.conn.execute(f"{select} WHERE {cond}" if cond else select, args):
                 n = counts.get(p)
                 if n is not None:
                     found.append(_Match(int(i), str(p), c, float(n)))
-            return found
-        for i in range(0, len(paths), 500):
-            part = paths[i : i + 500]
-            marks = ",".join("?" * len(part))
-            found += [
-                _Match(int(i), str(p), c, float(counts[str(p)]))
-                for i, p, c in self.conn.execute(
-                    f"SELECT n.id, n.path, n.created_at FROM notes n"
-                    f" WHERE n.path IN ({marks}){clause}",
-                    [*part, *params],
-                )
-            ]
         return found
 
     def _lines_of(
