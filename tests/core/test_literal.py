@@ -11,7 +11,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engram_ls.core.ripgrep import MAX_LINE_CHARS, Grep
+from engram_ls.core.ripgrep import MAX_LINE_CHARS, FirstMatch, Grep
 from engram_ls.core.search.literal import UNDECIDED, Literal
 
 WORDS = "foo Foo FOO bar k K s S \u212a \u017f é É straße İ ı ǅ Ω ω 🙂 - ' \" [ ( * . \\ café"
@@ -68,7 +68,7 @@ def test_what_only_ripgrep_can_say() -> None:
     assert fold.lines(b"ask\x00") == UNDECIDED
     assert fold.lines(b"\xef\xbb\xbfask") == UNDECIDED
     assert fold.lines(b"ASK " + b"x" * MAX_LINE_CHARS) == UNDECIDED
-    assert fold.lines(b"x\nASK ask\nno\nask") is not None
+    assert fold.lines(b"x\nASK ask\nno\nask") == (2, FirstMatch(2, "ASK ask"))
     assert Literal.of("café", case_sensitive=False) is None
     assert Literal.of("a\nb", case_sensitive=True) is None
     assert Literal.of("café", case_sensitive=True) is not None
