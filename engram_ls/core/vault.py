@@ -157,36 +157,62 @@ class Vault:
             return False
         return True
 
-    def inside(self, rel_paths: Iterable[str]) -> set[str]:
-        """Those of ``rel_paths`` (index paths: relative, no ``..``) that stay inside the vault.
+    def inside(self, rel_paths: Iterable[str], *, regular: bool = False) -> set[str]:
+        """Those of ``rel_paths`` (index paths: relative, no ``..``) that stay inside the vault;
+        with ``regular``, only those that are regular files now (a symlinked file: its
+        target), as a reader given their names must have them: ripgrep opens a FIFO it is
+        given and waits on it, and follows a symlink wherever it points.
 
         Cheap for many results: each folder on the way is ``lstat``-ed once per call, and a
-        real path is resolved only where a symlink appears. A missing file cannot escape.
+        real path is resolved only where a symlink appears. A missing file cannot escape (nor
+        is it regular).
         """
         root_s = os.fspath(self.root)
-        links: dict[str, bool] = {"": False}
+        modes: dict[str, int | None] = {"": stat_mod.S_IFDIR}
+
+        def mode(rel: str) -> int | None:
+            if rel not in modes:
+                try:
+                    modes[rel] = os.lstat(os.path.join(root_s, rel)).st_mode
+                except OSError:
+                    modes[rel] = None
+            return modes[rel]
 
         def is_link(rel: str) -> bool:
-            known = links.get(rel)
+            found = mode(rel)
+            return found is not None and stat_mod.S_ISLNK(found)
+
+        linked: dict[str, bool] = {"": False}
+
+        def through_link(folder: str) -> bool:
+            """Whether a folder on the way to ``folder`` (itself included) is a symlink."""
+            known = linked.get(folder)
             if known is None:
-                try:
-                    known = stat_mod.S_ISLNK(os.lstat(os.path.join(root_s, rel)).st_mode)
-                except OSError:
-                    known = False
-                links[rel] = known
+                known = through_link(folder.rpartition("/")[0]) or is_link(folder)
+                linked[folder] = known
             return known
 
         def escapes(rel: str) -> bool:
             real = os.path.realpath(os.path.join(root_s, rel))
             return not (real == root_s or real.startswith(root_s + os.sep))
 
+        def is_regular(rel: str) -> bool:
+            found = mode(rel)
+            if found is not None and stat_mod.S_ISLNK(found):
+                try:
+                    found = os.stat(os.path.join(root_s, rel)).st_mode
+                except OSError:
+                    return False
+            return found is not None and stat_mod.S_ISREG(found)
+
         ok: set[str] = set()
         for rel in rel_paths:
-            parts = rel.split("/")
-            if rel.startswith("/") or "\x00" in rel or ".." in parts:
+            if rel.startswith("/") or "\x00" in rel or "/../" in f"/{rel}/":
                 continue
-            chain = ["/".join(parts[: i + 1]) for i in range(len(parts))]
-            if any(is_link(c) for c in chain) and escapes(rel):
+            linking = through_link(rel.rpartition("/")[0]) or is_link(rel)
+            if linking and escapes(rel):
+                continue
+            if regular and not is_regular(rel):
                 continue
             ok.add(rel)
         return ok

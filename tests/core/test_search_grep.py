@@ -274,3 +274,30 @@ def test_a_binary_file_among_others_hides_no_first_line(tmp_path: Path) -> None:
         "b\nodd: name.md": (1, 2, "foo bar here"),
         "c.md": (2, 1, "foo bar"),
     }
+
+
+@pytest.mark.parametrize("swap", ["fifo", "symlink-out"])
+@pytest.mark.parametrize(("mode", "query"), [("literal", "foo"), ("regex", "fo[o]+ ")])
+def test_a_note_swapped_for_a_fifo_or_a_symlink_out_is_not_read(
+    grep_vault: Path, tmp_path: Path, mode: str, query: str, swap: str
+) -> None:
+    """After the build, a matching note becomes a FIFO, or a symlink to a file outside the
+    vault holding the text many times: the search answers at once (nothing waits on the
+    FIFO) from the other notes, and nothing of the outside file counts, in ``total`` either."""
+    import os
+
+    outside = tmp_path / "secret.md"
+    outside.write_text("foo secret\n" * 40, encoding="utf-8")
+    with Engram(grep_vault) as e:
+        e.sync()
+        before = e.search({"query": query, "mode": mode})
+        assert {h.path for h in before.results} == {"repeats.md", "once.md"}
+        (grep_vault / "repeats.md").unlink()
+        if swap == "fifo":
+            os.mkfifo(grep_vault / "repeats.md")
+        else:
+            os.symlink(outside, grep_vault / "repeats.md")
+        res = e.search({"query": query, "mode": mode})
+        assert res.index.served_by == "index"
+        assert [(h.path, h.score) for h in res.results] == [("once.md", 1.0)]
+        assert res.total == 1

@@ -486,6 +486,9 @@ class IndexSearcher:
                 return [], 0
         if files is None:
             self.served_by = "scan"  # the index narrowed nothing: ripgrep reads every file
+        else:  # named to rg (or read here): a FIFO would hold rg, a symlink out would be read
+            named = self.vault.inside(files, regular=True)
+            files = {path: size for path, size in files.items() if path in named}
         grep = plan.grep(self.vault.root)
         firsts: dict[str, FirstMatch] | None = None
         lines = None
