@@ -159,14 +159,10 @@ class Vault:
 
     def inside(self, rel_paths: Iterable[str], *, regular: bool = False) -> set[str]:
         """Those of ``rel_paths`` (index paths: relative, no ``..``) that stay inside the vault;
-        with ``regular``, only those that are regular files now (a symlinked file: its
-        target), as a reader given their names must have them: ripgrep opens a FIFO it is
-        given and waits on it, and follows a symlink wherever it points.
-
-        Cheap for many results: each folder on the way is ``lstat``-ed once per call, and a
-        real path is resolved only where a symlink appears. A missing file cannot escape (nor
-        is it regular).
-        """
+        with ``regular``, only regular files (a symlinked file: its target), as ripgrep must be
+        given them (it waits on a FIFO, follows a symlink anywhere). Each folder on the way is
+        ``lstat``-ed once per call, a real path resolved only where a symlink appears. A missing
+        file cannot escape (nor is it regular)."""
         root_s = os.fspath(self.root)
         modes: dict[str, int | None] = {"": stat_mod.S_IFDIR}
 
@@ -184,13 +180,10 @@ class Vault:
 
         linked: dict[str, bool] = {"": False}
 
-        def through_link(folder: str) -> bool:
-            """Whether a folder on the way to ``folder`` (itself included) is a symlink."""
-            known = linked.get(folder)
-            if known is None:
-                known = through_link(folder.rpartition("/")[0]) or is_link(folder)
-                linked[folder] = known
-            return known
+        def through_link(folder: str) -> bool:  # a folder on the way (or itself) is a symlink
+            if folder not in linked:
+                linked[folder] = through_link(folder.rpartition("/")[0]) or is_link(folder)
+            return linked[folder]
 
         def escapes(rel: str) -> bool:
             real = os.path.realpath(os.path.join(root_s, rel))
