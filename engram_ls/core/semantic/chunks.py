@@ -69,7 +69,7 @@ def _pieces(first: int, lines: list[str]) -> list[tuple[int, str]]:
             continue
         if fenced:
             continue
-        text = _URL.sub("", raw).strip()
+        text = (_URL.sub("", raw) if "://" in raw else raw).strip()
         if not text:
             continue
         while text:

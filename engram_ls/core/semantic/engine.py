@@ -11,6 +11,7 @@ index) are not embedded again.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sqlite3
@@ -217,6 +218,7 @@ class Semantic:
         self.running = True
         total = finished = 0
         start = self._now()
+        bulk: contextlib.AbstractContextManager[None] | None = None
         try:
             conn = self._writer()
             with self.health.lock, db.write_tx(conn):
@@ -235,6 +237,9 @@ class Semantic:
                 if not rows:
                     break
                 after = rows[-1][0]
+                if len(rows) == BATCH_NOTES and bulk is None:
+                    bulk = model.bulk()  # many notes to embed: the faster table
+                    bulk.__enter__()
                 self._batch(model, conn, rows, report)
                 finished += len(rows)
                 if progress is not None:
@@ -250,6 +255,8 @@ class Semantic:
                 self.health.recover_quietly(reason, str(exc))
             raise EmbedFailed(f"embedding stopped: {exc}") from exc
         finally:
+            if bulk is not None:
+                bulk.__exit__(None, None, None)
             self.running = False
             if progress is not None and finished < total:
                 progress(total, total)  # the pass ended (stopped or failed): no progress left open

@@ -160,14 +160,16 @@ def collect(conn: sqlite3.Connection) -> int:
     return max(cur.rowcount, 0)
 
 
-def codes_after(conn: sqlite3.Connection, after: int) -> list[tuple[int, int, bytes]]:
-    """(chunk id, note id, code) of the chunks with ids above ``after`` (orphans left out), in
-    id order."""
+def codes_after(
+    conn: sqlite3.Connection, after: int, limit: int = -1
+) -> list[tuple[int, int, bytes]]:
+    """(chunk id, note id, code) of the (first ``limit``) chunks with ids above ``after``
+    (orphans left out), in id order."""
     return [
         (int(i), int(n), bytes(c))
         for i, n, c in conn.execute(
-            "SELECT id, note_id, code FROM chunks WHERE id > ? AND note_id > 0 ORDER BY id",
-            (after,),
+            "SELECT id, note_id, code FROM chunks WHERE id > ? AND note_id > 0 ORDER BY id LIMIT ?",
+            (after, limit),
         )
     ]
 

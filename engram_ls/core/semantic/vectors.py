@@ -31,6 +31,7 @@ WORDS = 4
 """64-bit words of a code: codes are of the first 256 dimensions (all of the default model's)."""
 CODE_BYTES = WORDS * 8
 DEAD_SHARE = 0.2
+READ_ROWS = 20_000
 
 
 def code_of(vectors: npt.NDArray[np.float32]) -> list[bytes]:
@@ -76,21 +77,28 @@ class CodeTable:
                 return
             # Another file or another model: read it whole; else only the chunks written since.
             whole = self.state is None or (self.state[0], self.state[2]) != (state[0], state[2])
-            rows = store.codes_after(conn, 0 if whole else self.last)
             if whole:
-                self._replace(rows)
-            else:
-                self._append(rows)
-                if len(self) - store.live_chunks(conn) > DEAD_SHARE * max(len(self), 1):
-                    self._replace(store.codes_after(conn, 0))
+                self._replace()
+            self._read(conn)
+            if not whole and len(self) - store.live_chunks(conn) > DEAD_SHARE * max(len(self), 1):
+                self._replace()
+                self._read(conn)
             self.state = state
 
-    def _replace(self, rows: list[tuple[int, int, bytes]]) -> None:
+    def _read(self, conn: sqlite3.Connection) -> None:
+        """Append the chunks written since ``last``, a slice at a time (a list of every row's
+        tuples would be ~40 MiB at 260,000 chunks, memory the process would keep)."""
+        while True:
+            rows = store.codes_after(conn, self.last, READ_ROWS)
+            self._append(rows)
+            if len(rows) < READ_ROWS:
+                return
+
+    def _replace(self) -> None:
         self.ids = np.zeros(0, dtype=np.int64)
         self.notes = np.zeros(0, dtype=np.int32)
         self.words = np.zeros((WORDS, 0), dtype=np.uint64)
         self.last = 0
-        self._append(rows)
 
     def _append(self, rows: list[tuple[int, int, bytes]]) -> None:
         if not rows:

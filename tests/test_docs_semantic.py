@@ -1,0 +1,56 @@
+"""Every ``console`` example of docs/semantic.md, run on a copy of the example vault: the hits
+it shows are the hits the command prints (their snippet lines and the summary line aside)."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.conftest import engram_in_process as engram
+
+DOC = ROOT / "docs" / "semantic.md"
+_BLOCK = re.compile(r"```console\n(.*?)```", re.DOTALL)
+
+
+def _examples() -> list[tuple[list[str], list[str]]]:
+    out = []
+    for block in _BLOCK.findall(DOC.read_text(encoding="utf-8")):
+        lines = block.strip("\n").split("\n")
+        assert lines[0].startswith("$ engram "), lines[0]
+        out.append((shlex.split(lines[0][2:])[1:], lines[1:]))
+    return out
+
+
+EXAMPLES = _examples()
+
+
+def test_the_page_has_examples() -> None:
+    assert len(EXAMPLES) >= 4
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.conftest import copy_tree
+
+    root = copy_tree(ROOT / "examples" / "vault", tmp_path_factory.mktemp("docs") / "vault")
+    proc = engram("index", str(root))
+    assert proc.returncode == 0 and "embedded 31 notes" in proc.stdout, proc.stdout + proc.stderr
+    return root
+
+
+@pytest.mark.parametrize(("args", "shown"), EXAMPLES, ids=[" ".join(a) for a, _ in EXAMPLES])
+def test_an_example_prints_what_the_page_shows(
+    indexed: Path, args: list[str], shown: list[str]
+) -> None:
+    proc = engram(*args, cwd=indexed)
+    assert proc.returncode == 0, proc.stderr
+    hits = [
+        line
+        for line in proc.stdout.splitlines()
+        if line and not line.startswith(" ") and not re.match(r"\d+ of \d+ notes", line)
+    ]
+    assert hits == shown
