@@ -129,12 +129,18 @@ local function search(command)
     return vim.fn.getqflist({ title = 1 }).title ~= 'e2e-pending'
   end, 20)
   local qf = vim.fn.getqflist({ title = 1, items = 1 })
-  local paths, from_user_data = {}, {}
+  local paths, from_user_data, entries = {}, {}, {}
   for _, item in ipairs(qf.items) do
     paths[#paths + 1] = rel(vim.api.nvim_buf_get_name(item.bufnr))
     if type(item.user_data) == 'table' then
       from_user_data[#from_user_data + 1] = item.user_data.path
     end
+    entries[#entries + 1] = {
+      path = paths[#paths],
+      lnum = item.lnum,
+      text = item.text,
+      user_data = item.user_data,
+    }
   end
   table.sort(paths)
   table.sort(from_user_data)
@@ -144,6 +150,7 @@ local function search(command)
     answered = done,
     title = qf.title,
     paths = paths,
+    entries = entries, -- in the list's order
     user_data_paths = from_user_data,
     first_text = qf.items[1] and qf.items[1].text or vim.NIL,
     notes = notes_since(seen),
@@ -259,6 +266,43 @@ if not only_attach then
     'bad_date',
     function(r)
       r.result = search('Engram search #sqlite after:2024-13-01')
+    end,
+  }
+  steps[#steps + 1] = {
+    'search_mode',
+    function(r)
+      r.text = search('Engram search colou?r')
+      r.regex = search('Engram search mode:regex colou?r')
+      r.literal = search('Engram search mode:literal colour')
+      r.literal_regex = search('Engram search mode:literal colou?r')
+      require('engram').setup({ search = { mode = 'regex' } })
+      r.setting = search('Engram search colou?r')
+      r.override = search('Engram search mode:text colou?r')
+      require('engram').setup({ search = { mode = 'text' } })
+      -- What this server says to a semantic search, asked directly: the plugin must show it.
+      local client = wait_attached(vim.api.nvim_get_current_buf())
+      local reply = client:request_sync(
+        'engram/search',
+        { query = 'memory leak', mode = 'semantic', limit = 100 },
+        10000
+      )
+      r.semantic_probe = reply and { err = reply.err or vim.NIL, total = reply.result and reply.result.total or vim.NIL }
+        or vim.NIL
+      r.semantic = search('Engram search mode:semantic memory leak')
+      r.completion = vim.fn.getcompletion('Engram search mode:', 'cmdline')
+    end,
+  }
+  steps[#steps + 1] = {
+    'related',
+    function(r)
+      vim.cmd.edit(vim.fn.fnameescape(vault .. '/reference/profiling.md'))
+      local buf = vim.api.nvim_get_current_buf()
+      -- Does this server answer engram/related at all? (MethodNotFound is -32601.)
+      local reply = wait_attached(buf):request_sync('engram/related', { uri = vim.uri_from_bufnr(buf) }, 10000)
+      r.probe = reply and { code = reply.err and reply.err.code or vim.NIL, has_result = reply.result ~= nil }
+        or vim.NIL
+      r.result = search('Engram related')
+      vim.cmd.edit(vim.fn.fnameescape(vault .. '/reference/profiling.md'))
     end,
   }
   steps[#steps + 1] = {
