@@ -442,7 +442,7 @@ def parsed(nvim: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dic
 
 @pytest.mark.parametrize(("text", "expected"), QUERIES)
 def test_query_parser(
-    parsed: dict[str, dict[str, Any]], text: str | list[str], expected: dict
+    parsed: dict[str, dict[str, Any]], text: str | list[str], expected: dict[str, Any]
 ) -> None:
     """A query string, or [query, default mode] as `search.mode` passes it."""
     assert parsed[json.dumps(text)] == expected
