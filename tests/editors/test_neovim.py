@@ -234,6 +234,12 @@ def test_the_search_mode_option_and_its_override(e2e: dict[str, Any]) -> None:
     assert modes["override"]["title"] == "Engram: mode:text colou?r (0 of 0)"
 
 
+def test_a_bad_search_mode_option_is_reported(e2e: dict[str, Any]) -> None:
+    assert step(e2e, "search_mode")["problems"] == [
+        "`search.mode` must be one of text, literal, regex, semantic, hybrid"
+    ]
+
+
 def test_mode_names_complete_after_the_prefix(e2e: dict[str, Any]) -> None:
     assert step(e2e, "search_mode")["completion"] == [
         "mode:text",
@@ -258,8 +264,8 @@ def test_semantic_mode_shows_the_servers_answer(e2e: dict[str, Any]) -> None:
             (3, f"Engram: {err['message']} (ENGRAM_UNSUPPORTED_MODE)")  # vim.log.levels.WARN
         ]
         assert shown["title"] == "e2e-pending"
-    else:
-        assert len(shown["paths"]) == min(probe["total"], 100) > 0, shown
+    else:  # the server has semantic search: its results (how many may change while it embeds)
+        assert shown["paths"], shown
         assert shown["title"].endswith(" · semantic mode")
         assert [n for n in shown["notes"] if n["level"] >= 3] == []
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -224,11 +225,10 @@ def test_semantic_mode_shows_the_servers_answer(
         text = f"{error['message']} [ENGRAM_UNSUPPORTED_MODE]"
         assert shown["title"] == f"Engram: {text} · semantic mode"
         assert len(shown["rows"]) == 1 and text in shown["rows"][0], shown["rows"]
-    else:
-        total = answer["result"]["total"]
-        assert total > 0, answer
-        assert shown["title"].endswith(" · semantic mode") and "note" in shown["title"], shown
-        assert len(shown["rows"]) == min(total, 50)
+    else:  # the server has semantic search: its results (how many may change while it embeds)
+        assert answer["result"]["total"] > 0, answer
+        assert re.fullmatch(r"Engram: \d+( of \d+)? notes? · semantic mode", shown["title"]), shown
+        assert shown["rows"] and not shown["rows"][0].startswith("No notes match"), shown
 
 
 def test_related_notes_in_code_server(e2e: dict[str, Any], server_says: dict[str, Any]) -> None:

@@ -290,6 +290,8 @@ if not only_attach then
         or vim.NIL
       r.semantic = search('Engram search mode:semantic memory leak')
       r.completion = vim.fn.getcompletion('Engram search mode:', 'cmdline')
+      local config = require('engram.config')
+      r.problems = config.problems(vim.tbl_deep_extend('force', config.get(), { search = { mode = 'fuzzy' } }))
     end,
   }
   steps[#steps + 1] = {
