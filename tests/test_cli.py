@@ -105,7 +105,6 @@ def test_vault_from_env_and_cwd(vault_copy: Callable[[str], Path]) -> None:
     ("args", "message"),
     [
         pytest.param(["--from", "2024-02-30"], "valid calendar date", id="bad-date"),
-        pytest.param(["x", "--mode", "semantic"], "ENGRAM_UNSUPPORTED_MODE", id="semantic"),
         pytest.param(["x", "--path", "../.."], "ENGRAM_OUTSIDE_VAULT", id="traversal"),
         pytest.param(["(", "--mode", "regex"], "regular expression", id="bad-regex"),
         pytest.param(["x" * 5000], "ENGRAM_LIMIT", id="long-query"),

@@ -40,6 +40,18 @@ class Limits(BaseModel):
     0: only the check right after the index is opened."""
 
 
+class Semantic(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = True
+    """Search by meaning (modes ``semantic`` and ``hybrid``), when the ``semantic`` extra is
+    installed: the servers embed the notes in the background after the index is ready."""
+    model: str | None = None
+    """The embedding model: None (or ``wordllama``) for the one shipped in the ``wordllama``
+    package; else a folder (absolute, ``~``, or relative to the vault) holding a model2vec
+    static model (``model.safetensors`` and ``tokenizer.json``)."""
+
+
 class EngramConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -60,6 +72,7 @@ class EngramConfig(BaseModel):
     index_path: str | None = None
     """Where the index lives; relative paths are taken from the vault root."""
     limits: Limits = Field(default_factory=Limits)
+    semantic: Semantic = Field(default_factory=Semantic)
 
     @field_validator("topic_keys", "date_keys", "summary_keys")
     @classmethod

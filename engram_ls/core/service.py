@@ -47,7 +47,10 @@ from engram_ls.core.search import (
     require_text,
 )
 from engram_ls.core.search.index_path import IndexSearcher
+from engram_ls.core.search.request import SEMANTIC_MODES
 from engram_ls.core.search.scan_path import ScanSearcher
+from engram_ls.core.search.semantic_path import SemanticSearcher
+from engram_ls.core.semantic.engine import EmbedReport, Semantic
 from engram_ls.core.sync import Change, ProgressFn, Syncer, SyncReport, read_note
 from engram_ls.core.topic_edit import TopicEdit
 from engram_ls.core.vault import Vault
@@ -106,6 +109,8 @@ class Engram:
         self.syncer = Syncer(self.vault, self.index)
         self.health = IndexHealth(self.index, self.vault.root)
         """Opened, unavailable, behind; every read and write of the index goes through it."""
+        self.semantic = Semantic(self.vault.root, config, self.health, read_note)
+        """Search by meaning: the model, the embedding passes (``embed``), their status."""
         self.revision = GitRevision(self.vault.root)
         """The vault's git revision, in every status and search answer."""
         self.last_search = 0.0
@@ -186,7 +191,36 @@ class Engram:
         """The index's state; ``stale`` while it is missing changes (a write failed and the
         catch-up has not finished), as searches, which scan meanwhile, report it too; with
         the vault's git revision (``source_revision``)."""
-        return dataclasses.replace(self.health.status(), source_revision=self.revision.current())
+        st = self.health.status()
+        semantic = self._semantic_status(st)
+        return dataclasses.replace(
+            st,
+            source_revision=self.revision.current(),
+            semantic=semantic,
+            capabilities={
+                "semantic": semantic.available,
+                "model": semantic.model,
+                "dims": semantic.dims,
+            },
+        )
+
+    def _semantic_status(self, st: IndexStatus) -> Any:
+        if st.state not in ("ready", "stale"):
+            return self.semantic.status(None)
+        try:
+            with self.health.reading() as r:
+                if r.read:
+                    return self.semantic.status(r.conn)
+        except db.Interrupted:
+            pass
+        return self.semantic.status(None)
+
+    def embed(
+        self, *, progress: ProgressFn | None = None, stop: threading.Event | None = None
+    ) -> EmbedReport:
+        """Embed the notes whose chunks are missing or out of date (``Semantic.embed_pending``):
+        the background work of the servers, and of ``engram index``."""
+        return self.semantic.embed_pending(progress=progress, stop=stop)
 
     def verify(self) -> tuple[str, str] | None:
         """Check the whole index file and answer damage found (``IndexHealth.verify``):
@@ -209,6 +243,9 @@ class Engram:
         req = parse_request(request)
         self._vault_present()
         plan = make_plan(req, self.vault, self.config, cancel)
+        by_meaning = plan.mode in SEMANTIC_MODES and bool(plan.query.strip())
+        if by_meaning:
+            self.semantic.model()  # UnsupportedMode (with the install command) when it cannot
         served: IndexInfo | None = None
         hits: list[Any] = []
         total = 0
@@ -223,7 +260,13 @@ class Engram:
                         postings=self.index.postings,
                         topic_notes=self.index.topic_notes,
                     )
-                    hits, total = searcher.run(plan)
+                    if by_meaning:
+                        state = (self.index.opened_file(), r.status.generation if r.status else 0)
+                        hits, total = SemanticSearcher(r.conn, searcher, self.semantic, state).run(
+                            plan
+                        )
+                    else:
+                        hits, total = searcher.run(plan)
                     served = r.served(searcher.served_by)
         except db.Interrupted:
             plan.check()
@@ -232,6 +275,8 @@ class Engram:
             served = r.served("scan")
             if req.require_index:
                 raise self._cannot_serve(served, r)
+            if by_meaning:
+                raise r.unavailable(f"a {plan.mode} search needs the index (it has the vectors)")
             hits, total = ScanSearcher(self.vault, self.config, self.read_note).run(plan)
         return SearchResponse(
             results=hits,

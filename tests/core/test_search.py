@@ -12,7 +12,6 @@ from engram_ls.core.errors import (
     InvalidRequest,
     LimitExceeded,
     OutsideVault,
-    UnsupportedMode,
 )
 from engram_ls.core.service import Engram
 
@@ -206,7 +205,6 @@ def test_regex_is_validated(tags_vault: Engram) -> None:
 @pytest.mark.parametrize(
     ("req", "error"),
     [
-        pytest.param({"query": "x", "mode": "semantic"}, UnsupportedMode, id="semantic"),
         pytest.param({"query": "x" * 5000}, LimitExceeded, id="5000-chars"),
         pytest.param({"query": "x", "limit": 5000}, LimitExceeded, id="limit-cap"),
         pytest.param({"query": "x", "limit": 0}, InvalidRequest, id="limit-zero"),

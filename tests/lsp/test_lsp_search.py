@@ -42,7 +42,6 @@ async def test_search_and_status(
         pytest.param(
             {"query": "x", "date_from": "2024-13-01"}, "ENGRAM_INVALID_REQUEST", id="date"
         ),
-        pytest.param({"query": "x", "mode": "semantic"}, "ENGRAM_UNSUPPORTED_MODE", id="semantic"),
         pytest.param({"query": "x", "path": "../.."}, "ENGRAM_OUTSIDE_VAULT", id="traversal"),
         pytest.param({"query": "x" * 5000}, "ENGRAM_LIMIT", id="long"),
         pytest.param({"query": "x", "bogus": True}, "ENGRAM_INVALID_REQUEST", id="unknown-field"),

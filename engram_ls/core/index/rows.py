@@ -312,6 +312,8 @@ class Batch:
             "aliases",
             "notes_fts",
             *TABLES,
+            "chunks",
+            "embedded",
             "notes",
             "topics",
         ):
@@ -354,6 +356,10 @@ class Batch:
     def _delete_ids(self, ids: list[int]) -> None:
         for note_id in ids:
             self._clear_children(note_id)
+            # A deleted note's id may be given to the next note added: its chunks go with it
+            # (their vectors stay, by text, for the next note that says the same).
+            self.conn.execute("DELETE FROM chunks WHERE note_id = ?", (note_id,))
+            self.conn.execute("DELETE FROM embedded WHERE note_id = ?", (note_id,))
             row = self.conn.execute(
                 "DELETE FROM notes WHERE id = ? RETURNING problems IS NOT NULL", (note_id,)
             ).fetchone()

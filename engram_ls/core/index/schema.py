@@ -27,12 +27,19 @@ Layout:
   ripgrep searches (rowid = ``notes.id``); ``tri_unindexed``: the notes whose bytes it cannot
   hold (``core.index.trigram``), candidates of every literal search. Both stay empty when the
   config turns the trigram index off.
-- ``meta``: state, generation counter, timestamps, config fingerprint.
+- ``chunks``, ``vectors``, ``embedded``: search by meaning (``core/semantic``). A chunk is a
+  piece of a note (its line, its snippet, the sign bits of its vector: ``code``) keyed by the
+  hash of the model and the text embedded (``key``); ``vectors`` holds each key's vector once
+  (float16), so an unchanged text is never embedded twice; ``embedded`` says which content of
+  each note (its ``notes.hash``) its chunks are of. Written in the background after the main
+  index, never by a build: a note's deletion deletes its chunks (the ids of notes are reused).
+- ``meta``: state, generation counter, timestamps, config fingerprint; ``semantic_*``: the
+  model of the vectors and a counter of their changes (the main generation does not move).
 """
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """Stored in ``PRAGMA user_version``. Bump on any change below: old indexes are rebuilt."""
 
 NO_DATE = ""
@@ -146,5 +153,27 @@ CREATE VIRTUAL TABLE notes_tri USING fts5 (
 
 CREATE TABLE tri_unindexed (
     note_id  INTEGER PRIMARY KEY
+) STRICT;
+
+CREATE TABLE chunks (
+    id       INTEGER PRIMARY KEY AUTOINCREMENT,
+    note_id  INTEGER NOT NULL,
+    line     INTEGER NOT NULL,
+    key      BLOB NOT NULL,
+    code     BLOB NOT NULL,
+    snippet  TEXT NOT NULL
+) STRICT;
+
+CREATE INDEX chunks_by_note ON chunks (note_id);
+CREATE INDEX chunks_by_key ON chunks (key);
+
+CREATE TABLE vectors (
+    key  BLOB PRIMARY KEY,
+    vec  BLOB NOT NULL
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE embedded (
+    note_id  INTEGER PRIMARY KEY,
+    hash     BLOB NOT NULL
 ) STRICT;
 """

@@ -64,6 +64,10 @@ class IndexStatus:
     trigram_bytes: int | None = None
     """Bytes the trigram index took in the index file when the last full build ended (None
     when off or unknown)."""
+    semantic: Any = None
+    """Search by meaning (``core.semantic.engine.SemanticStatus``), filled in by the service."""
+    capabilities: dict[str, Any] | None = None
+    """``{semantic: bool, model, dims}``: what this installation can answer, by the service."""
 
 
 @dataclass(frozen=True, slots=True)

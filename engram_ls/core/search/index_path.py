@@ -238,6 +238,23 @@ class IndexSearcher:
             return self._grep(plan, filters)
         return self._listing(plan, filters)
 
+    def filters(self, plan: Plan) -> _Filters | None:
+        """The plan's filters as SQL pieces; None when they can match nothing."""
+        return self._filters(plan)
+
+    def text(self, plan: Plan, f: _Filters) -> tuple[list[SearchHit], int]:
+        """The text path's answer to ``plan`` (a text query) within ``f``."""
+        return self._text(plan, f)
+
+    def page(self, plan: Plan, ranked: list[tuple[int, float, int, str]]) -> list[SearchHit]:
+        """The hits of (note id, score, line, text of the snippet), in that order."""
+        rows = self._rows([r[0] for r in ranked])
+        by_id = {r[0]: r for r in ranked}
+        for row in rows:
+            _, row.score, line, text = by_id[row.id]
+            row.extra["line"] = (line, text)
+        return self._hits(plan, rows)
+
     def _filters(self, plan: Plan) -> _Filters | None:
         """Resolve topic names to ids; None when the filter can match nothing."""
 

@@ -17,7 +17,6 @@ from engram_ls.core.errors import (
     LimitExceeded,
     OutsideVault,
     SearchTimeout,
-    UnsupportedMode,
 )
 from engram_ls.core.globs import compile_glob, is_glob
 from engram_ls.core.index import fts
@@ -158,12 +157,6 @@ def make_plan(
 
 def _page_size(request: SearchRequest, limits: Limits) -> int:
     """The page size, once the mode, the query, the page and the tag count are within bounds."""
-    if request.mode == "semantic":
-        raise UnsupportedMode(
-            "semantic search is not available in this installation; use mode text, literal "
-            "or regex",
-            data={"mode": "semantic"},
-        )
     query = request.query
     if len(query) > limits.query_max_chars:
         raise LimitExceeded(
@@ -208,18 +201,16 @@ def _text_query(request: SearchRequest) -> tuple[str, list[fts.Term], str]:
     terms: list[fts.Term] = []
     fts_query = ""
     stripped = query.strip()
-    if request.mode == "text" and stripped:
+    if request.mode == "hybrid" and stripped:
+        # The text side of a hybrid search: its words, if it has any (none: meaning alone).
+        terms = _terms(stripped)
+        fts_query = fts.to_fts(terms) if terms else ""
+    elif request.mode == "text" and stripped:
         if request.raw_fts:
             fts.check_raw(stripped)
             fts_query = stripped
         else:
-            terms = list(dict.fromkeys(fts.parse_query(stripped)))
-            if len(terms) > MAX_QUERY_TERMS:
-                raise LimitExceeded(
-                    f"the query has {len(terms)} different words or phrases; the limit is "
-                    f"{MAX_QUERY_TERMS}",
-                    data={"limit": MAX_QUERY_TERMS},
-                )
+            terms = _terms(stripped)
             if not terms:
                 raise InvalidRequest(
                     f"the query {query[:80]!r} has no searchable words (letters or digits); "
@@ -229,6 +220,18 @@ def _text_query(request: SearchRequest) -> tuple[str, list[fts.Term], str]:
     elif request.mode in ("literal", "regex"):
         stripped = query  # literal and regex keep spaces as given
     return stripped, terms, fts_query
+
+
+def _terms(query: str) -> list[fts.Term]:
+    """The distinct words and phrases of a text query, at most ``MAX_QUERY_TERMS``."""
+    terms = list(dict.fromkeys(fts.parse_query(query)))
+    if len(terms) > MAX_QUERY_TERMS:
+        raise LimitExceeded(
+            f"the query has {len(terms)} different words or phrases; the limit is "
+            f"{MAX_QUERY_TERMS}",
+            data={"limit": MAX_QUERY_TERMS},
+        )
+    return terms
 
 
 def _scope(raw: str | None, vault: Vault) -> tuple[str | None, Literal["folder", "glob"] | None]:

@@ -18,8 +18,9 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from engram_ls.core.config import Limits
 from engram_ls.core.errors import InvalidRequest
+from engram_ls.core.semantic.model import missing_packages
 
-Mode = Literal["text", "literal", "regex", "semantic"]
+Mode = Literal["text", "literal", "regex", "semantic", "hybrid"]
 _DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 MAX_TAGS = 50
 MAX_TAG_CHARS = 200
@@ -33,8 +34,12 @@ MAX_PATH_CHARS = 1024
 but a glob of a real vault is a few segments)."""
 
 
-AVAILABLE_MODES: tuple[Mode, ...] = ("text", "literal", "regex")
-"""The modes this installation answers; ``semantic`` is refused (ENGRAM_UNSUPPORTED_MODE)."""
+SEMANTIC_MODES: tuple[Mode, ...] = ("semantic", "hybrid")
+AVAILABLE_MODES: tuple[Mode, ...] = ("text", "literal", "regex") + (
+    SEMANTIC_MODES if not missing_packages() else ()
+)
+"""The modes this installation answers: ``semantic`` and ``hybrid`` with the ``semantic``
+extra (else ENGRAM_UNSUPPORTED_MODE, naming the install command)."""
 DEFAULT_LIMIT: int = Limits.model_fields["default_limit"].default
 """Page size when a request gives none: the configuration's ``limits.default_limit``."""
 LIMIT_CAP: int = next(m.le for m in Limits.model_fields["max_results"].metadata if hasattr(m, "le"))
@@ -92,8 +97,9 @@ class SearchRequest(BaseModel):
     mode: Annotated[Mode, Offer(agent_choices=AVAILABLE_MODES)] = Field(
         default="text",
         description='How the query matches: text (words, "phrases", prefix*; ranked by '
-        "relevance), literal (a substring), regex (a linear-time regular expression); "
-        "semantic is not available in this installation",
+        "relevance), literal (a substring), regex (a linear-time regular expression), "
+        "semantic (by meaning: the notes whose sections are nearest the query), hybrid (text "
+        "and semantic rankings fused)",
     )
     tags: Annotated[
         list[str], BeforeValidator(_tags), Offer(flag="--tag", short="-t", metavar="TOPIC")

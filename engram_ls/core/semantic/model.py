@@ -1,0 +1,200 @@
+"""Static embedding models: a token's vector looked up, a text's vector the mean of its tokens'.
+
+Two kinds of model folder are read, both offline, neither through its own package's loader:
+
+- the default, the 256-dimension model that the ``wordllama`` package ships inside its wheel
+  (``weights/l2_supercat_256.safetensors`` and ``tokenizers/l2_supercat_tokenizer_config.json``);
+  only its files are read: importing ``wordllama`` configures the root logger and its
+  ``load()`` looks for a hub;
+- a model2vec folder the user has (``semantic.model`` in the config): ``model.safetensors``
+  (tensor ``embeddings``, optional per-token ``weights`` and vocabulary ``mapping``) and
+  ``tokenizer.json``.
+
+A text is tokenized without special tokens, its tokens' rows are averaged and the mean is
+scaled to unit length, which is what both packages do (``tests/core/test_semantic_model.py``
+compares the default with ``wordllama``'s own output). numpy, tokenizers and safetensors come
+with the ``semantic`` extra; this module imports them only when a model is loaded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from engram_ls.core.errors import EngramError, UnsupportedMode
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    Vectors = npt.NDArray[np.float32]
+
+DEFAULT_MODEL = "wordllama"
+"""``semantic.model`` when the config names none: the model inside the ``wordllama`` wheel."""
+_WORDLLAMA_WEIGHTS = ("weights", "l2_supercat_256.safetensors")
+_WORDLLAMA_TOKENIZER = ("tokenizers", "l2_supercat_tokenizer_config.json")
+_NEEDS = ("numpy", "tokenizers", "safetensors")
+INSTALL = "pip install 'engram-ls[semantic]'"
+MAX_TOKENS = 4096
+"""Tokens of one text that count (a chunk is far shorter; this bounds a hostile one)."""
+_GROUP_TOKENS = 8192
+
+
+class ModelError(EngramError):
+    """A model that cannot be loaded or used (missing files, bad tensors)."""
+
+    code = "ENGRAM_UNSUPPORTED_MODE"
+
+
+def missing_packages() -> list[str]:
+    """The packages of the ``semantic`` extra that are not installed (none: it is)."""
+    return [name for name in _NEEDS if importlib.util.find_spec(name) is None]
+
+
+def unavailable_error(detail: str | None = None) -> UnsupportedMode:
+    """The error of a semantic or hybrid search that this installation cannot answer."""
+    why = detail or (
+        "semantic search needs the semantic extra (missing: "
+        + ", ".join(missing_packages() or ["the model"])
+        + ")"
+    )
+    return UnsupportedMode(f"{why}; install it with: {INSTALL}", data={"install": INSTALL})
+
+
+@dataclass(frozen=True, slots=True)
+class ModelFiles:
+    name: str
+    weights: Path
+    tokenizer: Path
+    tensor: str
+
+
+def model_files(spec: str | None, vault_root: Path | None = None) -> ModelFiles:
+    """Where the model ``spec`` (None or ``wordllama``: the default; else a folder) lives."""
+    if spec in (None, "", DEFAULT_MODEL):
+        found = importlib.util.find_spec("wordllama")
+        if found is None or not found.submodule_search_locations:
+            raise ModelError(f"the default model comes with the semantic extra: {INSTALL}")
+        root = Path(next(iter(found.submodule_search_locations)))
+        return ModelFiles(
+            name=DEFAULT_MODEL + "/l2_supercat_256",
+            weights=root.joinpath(*_WORDLLAMA_WEIGHTS),
+            tokenizer=root.joinpath(*_WORDLLAMA_TOKENIZER),
+            tensor="embedding.weight",
+        )
+    folder = Path(os.path.expanduser(spec))
+    if not folder.is_absolute() and vault_root is not None:
+        folder = vault_root / folder
+    return ModelFiles(
+        name=folder.name,
+        weights=folder / "model.safetensors",
+        tokenizer=folder / "tokenizer.json",
+        tensor="embeddings",
+    )
+
+
+class StaticModel:
+    """A loaded static embedding model. ``embed`` is thread-safe (no state changes)."""
+
+    def __init__(self, files: ModelFiles) -> None:
+        import numpy as np
+        from safetensors import safe_open
+        from tokenizers import Tokenizer
+
+        for f in (files.weights, files.tokenizer):
+            if not f.is_file():
+                raise ModelError(f"model file not found: {f.name} (model {files.name})")
+        try:
+            tensors: dict[str, Any] = {}
+            with safe_open(os.fspath(files.weights), framework="np") as st:
+                for key in st.keys():  # noqa: SIM118 (a safetensors handle, not a dict)
+                    if key in (files.tensor, "weights", "mapping"):
+                        tensors[key] = st.get_tensor(key)
+            tokenizer = Tokenizer.from_file(os.fspath(files.tokenizer))
+        except Exception as exc:  # safetensors and tokenizers raise their own types
+            raise ModelError(f"model {files.name} cannot be loaded: {exc}") from exc
+        table = tensors.get(files.tensor)
+        if table is None or table.ndim != 2 or table.shape[0] == 0:
+            raise ModelError(f"model {files.name} has no 2-d tensor {files.tensor!r}")
+        table = table.astype(np.float32)  # float16 rows gather several times slower
+        if "weights" in tensors:  # model2vec's per-token weights, folded into the table
+            table *= tensors["weights"].astype(np.float32)[:, None]
+        self.table = table
+        self.mapping = tensors.get("mapping")
+        self.tokenizer = tokenizer
+        self.tokenizer.no_padding()
+        self.tokenizer.no_truncation()
+        self.name = files.name
+        self.dims = int(table.shape[1])
+        digest = hashlib.blake2b(digest_size=8)
+        digest.update(json.dumps([files.name, list(table.shape), str(table.dtype)]).encode())
+        digest.update(np.ascontiguousarray(table[:: max(1, table.shape[0] // 512)]).tobytes())
+        self.key = f"{files.name}:{digest.hexdigest()}"
+        """Names the model and its numbers: vectors made by another model are not reused."""
+
+    def embed(self, texts: list[str]) -> Vectors:
+        """Unit vectors, one row per text; a text with no known token gets a zero row."""
+        import numpy as np
+
+        out = np.zeros((len(texts), self.dims), dtype=np.float32)
+        if not texts:
+            return out
+        encode = getattr(self.tokenizer, "encode_batch_fast", self.tokenizer.encode_batch)
+        encoded = encode(texts, add_special_tokens=False)
+        rows = self.table.shape[0]
+        group: list[tuple[int, Any]] = []
+        tokens = 0
+        for i, enc in enumerate(encoded):
+            ids = np.asarray(enc.ids[:MAX_TOKENS], dtype=np.int64)
+            if not len(ids):
+                continue
+            group.append((i, ids))
+            tokens += len(ids)
+            if tokens >= _GROUP_TOKENS:
+                self._pool(group, rows, out)
+                group, tokens = [], 0
+        if group:
+            self._pool(group, rows, out)
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        np.divide(out, norms, out=out, where=norms > 0)
+        out[~np.isfinite(out).all(axis=1)] = 0.0
+        return out
+
+    def _pool(self, group: list[tuple[int, Any]], rows: int, out: Vectors) -> None:
+        """The mean token row of each text of ``group`` into ``out`` (a few thousand tokens
+        at a time: gathering a small block of rows is several times faster than one large)."""
+        import numpy as np
+
+        ids = np.concatenate([g[1] for g in group])
+        if self.mapping is not None:
+            ids = self.mapping[np.clip(ids, 0, len(self.mapping) - 1)]
+        np.clip(ids, 0, rows - 1, out=ids)
+        lengths = np.fromiter((len(g[1]) for g in group), dtype=np.int64, count=len(group))
+        starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+        sums = np.add.reduceat(self.table[ids], starts, axis=0)
+        out[[g[0] for g in group]] = sums / lengths[:, None]
+
+
+def load_model(spec: str | None, vault_root: Path | None = None) -> StaticModel:
+    """The model ``spec`` names, loaded; ModelError (or UnsupportedMode without the extra)."""
+    missing = missing_packages()
+    if missing:
+        raise unavailable_error()
+    return StaticModel(model_files(spec, vault_root))
+
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "INSTALL",
+    "ModelError",
+    "StaticModel",
+    "load_model",
+    "missing_packages",
+    "model_files",
+    "unavailable_error",
+]
