@@ -13,6 +13,7 @@ import json
 import queue
 import subprocess
 import threading
+import time
 from pathlib import Path
 from typing import IO, Any
 
@@ -45,8 +46,31 @@ def _read(stream: IO[bytes], out: queue.Queue[dict[str, Any] | None]) -> None:
         out.put(json.loads(stream.read(length)))
 
 
+def settled(status: dict[str, Any], waited_s: float) -> bool:
+    """Whether every vault of an ``engram/status`` answer is ready and its semantic search
+    (when the server has it) is done embedding; after ``SEMANTIC_WAIT_S`` an idle semantic
+    state (a server that embeds nothing in the background) counts as done too."""
+    vaults = status.get("vaults") or []
+    if not vaults:
+        return False
+    for vault in vaults:
+        if vault.get("state") != "ready" or vault.get("building"):
+            return False
+        semantic = vault.get("semantic") or {}
+        state = semantic.get("state")
+        busy = state == "embedding" or (state != "ready" and waited_s < SEMANTIC_WAIT_S)
+        if semantic.get("available") and busy:
+            return False
+    return True
+
+
+SEMANTIC_WAIT_S = 5.0
+"""How long an available but idle semantic search is waited for before it counts as done."""
+
+
 def ask(server: list[str], vault: Path, requests: list[tuple[str, dict[str, Any]]]) -> list[Any]:
-    """The answer to each request (``{"result": …}`` or ``{"error": …}``), in order."""
+    """The answer to each request (``{"result": …}`` or ``{"error": …}``), in order, asked
+    once the vault's index is ready (and its notes embedded, see :func:`settled`)."""
     proc = subprocess.Popen(
         server,
         cwd=vault,
@@ -83,11 +107,22 @@ def ask(server: list[str], vault: Path, requests: list[tuple[str, dict[str, Any]
             },
         )
         _write(proc.stdin, {"method": "initialized", "params": {}})
+        ident = 0
+        start = time.monotonic()
+        while True:
+            ident += 1
+            status = call(ident, "engram/status", {}).get("result") or {}
+            if settled(status, time.monotonic() - start):
+                break
+            if time.monotonic() - start > TIMEOUT_S:
+                raise AssertionError(f"engram-ls never settled: {status}")
+            time.sleep(0.1)
         answers = []
-        for n, (method, params) in enumerate(requests, start=1):
-            reply = call(n, method, params)
+        for method, params in requests:
+            ident += 1
+            reply = call(ident, method, params)
             answers.append({k: reply[k] for k in ("result", "error") if k in reply})
-        call(len(requests) + 1, "shutdown", {})
+        call(ident + 1, "shutdown", {})
         _write(proc.stdin, {"method": "exit"})
         proc.wait(timeout=TIMEOUT_S)
         return answers

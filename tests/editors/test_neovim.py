@@ -251,9 +251,10 @@ def test_mode_names_complete_after_the_prefix(e2e: dict[str, Any]) -> None:
 
 
 def test_semantic_mode_shows_the_servers_answer(e2e: dict[str, Any]) -> None:
-    """Whatever this engram-ls says to a semantic search (asked directly in the same run): its
-    ENGRAM_UNSUPPORTED_MODE error, at WARN with its message (which names what to install) and
-    the quickfix list left alone; or, once semantic search is installed, its results."""
+    """Whatever this engram-ls says to a semantic search (asked directly in the same run, once
+    its notes are embedded): its ENGRAM_UNSUPPORTED_MODE error, at WARN with its message (which
+    names what to install) and the quickfix list left alone; or, with the semantic extra
+    installed, the same notes as its own answer."""
     modes = step(e2e, "search_mode")
     probe, shown = modes["semantic_probe"], modes["semantic"]
     assert probe is not None, "the server did not answer a semantic search"
@@ -264,9 +265,12 @@ def test_semantic_mode_shows_the_servers_answer(e2e: dict[str, Any]) -> None:
             (3, f"Engram: {err['message']} (ENGRAM_UNSUPPORTED_MODE)")  # vim.log.levels.WARN
         ]
         assert shown["title"] == "e2e-pending"
-    else:  # the server has semantic search: its results (how many may change while it embeds)
-        assert shown["paths"], shown
-        assert shown["title"].endswith(" · semantic mode")
+    else:  # the server has semantic search: the same notes as its own answer
+        total = probe["total"]
+        assert shown["paths"] == probe["paths"], (shown, modes["semantic_status"])
+        assert shown["title"] == (
+            f"Engram: mode:semantic memory leak ({len(probe['paths'])} of {total}) · semantic mode"
+        )
         assert [n for n in shown["notes"] if n["level"] >= 3] == []
 
 

@@ -106,6 +106,26 @@ local function wait_ready(client)
   fail('engram/status never said ready: ' .. vim.inspect(last))
 end
 
+-- The vault's semantic status once it is done embedding: `ready`, or (after 5 s) an idle
+-- state (a server that embeds nothing in the background) or any other; nil without one.
+local function wait_semantic(client)
+  local t0 = now()
+  local last
+  while now() - t0 < 20000 do
+    local reply = client:request_sync('engram/status', vim.empty_dict(), 5000)
+    local vault1 = reply and reply.result and reply.result.vaults and reply.result.vaults[1]
+    last = vault1 and vault1.semantic
+    if type(last) ~= 'table' or not last.available or last.state == 'ready' then
+      break
+    end
+    if last.state ~= 'embedding' and now() - t0 > 5000 then
+      break
+    end
+    vim.wait(100)
+  end
+  return last or vim.NIL
+end
+
 local function notes_since(n)
   local out = {}
   for i = n + 1, #notes do
@@ -279,14 +299,26 @@ if not only_attach then
       r.setting = search('Engram search colou?r')
       r.override = search('Engram search mode:text colou?r')
       require('engram').setup({ search = { mode = 'text' } })
-      -- What this server says to a semantic search, asked directly: the plugin must show it.
+      -- What this server says to a semantic search, asked directly once its notes are
+      -- embedded (if it embeds): the plugin must show the same.
       local client = wait_attached(vim.api.nvim_get_current_buf())
+      r.semantic_status = wait_semantic(client)
       local reply = client:request_sync(
         'engram/search',
         { query = 'memory leak', mode = 'semantic', limit = 100 },
         10000
       )
-      r.semantic_probe = reply and { err = reply.err or vim.NIL, total = reply.result and reply.result.total or vim.NIL }
+      local paths = {}
+      for _, hit in ipairs(reply and reply.result and reply.result.results or {}) do
+        paths[#paths + 1] = hit.path
+      end
+      table.sort(paths)
+      r.semantic_probe = reply
+          and {
+            err = reply.err or vim.NIL,
+            total = reply.result and reply.result.total or vim.NIL,
+            paths = paths,
+          }
         or vim.NIL
       r.semantic = search('Engram search mode:semantic memory leak')
       r.completion = vim.fn.getcompletion('Engram search mode:', 'cmdline')
