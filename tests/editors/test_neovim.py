@@ -84,7 +84,9 @@ def lsp_log(home: Path) -> str:
     return logs[0].read_text(errors="replace")[-4000:] if logs else "(no lsp.log)"
 
 
-def run_e2e(nvim: str, base: Path, mode: str, steps: str) -> dict[str, Any]:
+def run_e2e(
+    nvim: str, base: Path, mode: str, steps: str, init_options: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Run e2e.lua in a fresh copy of the example vault; return its results."""
     base.mkdir(parents=True, exist_ok=True)
     vault = copy_tree(EXAMPLE, base / "vault")
@@ -102,6 +104,7 @@ def run_e2e(nvim: str, base: Path, mode: str, steps: str) -> dict[str, Any]:
         ENGRAM_E2E_OUTSIDE=str(outside),
         ENGRAM_E2E_MODE=mode,
         ENGRAM_E2E_STEPS=steps,
+        ENGRAM_E2E_INIT=json.dumps(init_options) if init_options is not None else "",
     )
     argv = [nvim, "--headless", "-i", "NONE", "-n", "-u", str(SCRIPTS / "e2e.lua")]
     try:
@@ -366,6 +369,19 @@ def test_other_ways_to_start(nvim: str, tmp_path: Path, mode: str) -> None:
     assert (attach["clients"], attach["state"], attach["notes"]) == (1, "ready", 31)
     paths = step(results, "search_tag")["result"]["paths"]
     assert paths == ["journal/2026-02-14.md", "reference/profiling.md"]
+
+
+def test_a_mode_the_server_refuses_is_a_warning(nvim: str, tmp_path: Path) -> None:
+    """With semantic search turned off (or not installed) the server refuses the mode with
+    ENGRAM_UNSUPPORTED_MODE: its message is shown at WARN and the quickfix list is left alone."""
+    off = {"semantic": {"enabled": False}}
+    results = run_e2e(nvim, tmp_path, "config", "attach", init_options=off)
+    result = step(results, "search_semantic")["result"]
+    ((level, msg),) = [(n["level"], n["msg"]) for n in result["notes"]]
+    assert level == 3  # vim.log.levels.WARN
+    assert msg.startswith("Engram: semantic search is ") and "semantic.enabled" in msg, msg
+    assert msg.endswith(" (ENGRAM_UNSUPPORTED_MODE)"), msg
+    assert result["title"] == "e2e-pending"
 
 
 # -- the query parser ---------------------------------------------------------------------------

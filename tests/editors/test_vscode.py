@@ -238,6 +238,17 @@ def test_semantic_mode_shows_the_servers_answer(
             assert labels == [hit["title"] for hit in hits], shown["rows"]
 
 
+def test_a_refused_mode_is_shown_in_the_picker(e2e: dict[str, Any]) -> None:
+    """With semantic search turned off (engram.settings), as without the semantic extra, the
+    server's ENGRAM_UNSUPPORTED_MODE message is the picker's title and its one row."""
+    refused = e2e["checks"]["modeRefused"]
+    assert refused["title"].startswith("Engram: semantic search is ")
+    assert "semantic.enabled" in refused["title"]
+    assert refused["title"].endswith(" [ENGRAM_UNSUPPORTED_MODE] · semantic mode")
+    message = refused["title"].removeprefix("Engram: ").removesuffix(" · semantic mode")
+    assert refused["rows"] == [f"warning  {message}"]
+
+
 def test_related_notes_in_code_server(e2e: dict[str, Any], server_says: dict[str, Any]) -> None:
     """The command "Engram: Related Notes" on reference/profiling.md lists memory-leak-hunt
     (it links there and is linked from there) and indexer-rewrite (it links here), and opens

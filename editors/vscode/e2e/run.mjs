@@ -19,7 +19,9 @@
 //   4. "Engram: Show Index Status" lists the vault; its Reindex restarts engram-ls (new pid);
 //   5. a workspace setting naming a missing server command restarts the client, shows the
 //      error with its fix and "not running"; removing it brings the server back to ready;
-//   6. the build's work-done progress reached the extension (its log has begin and end).
+//   6. with semantic search turned off (engram.settings), a semantic search shows the
+//      server's ENGRAM_UNSUPPORTED_MODE message in the picker;
+//   7. the build's work-done progress reached the extension (its log has begin and end).
 // Writes result.json and screenshots into the artifacts folder; exit status 0 when all pass.
 // Every process it starts is killed (by process group) before it exits.
 
@@ -553,6 +555,30 @@ async function checkSettingsRestart(page, vault) {
   await page.keyboard.press('Escape');
 }
 
+async function checkModeRefused(page, vault) {
+  // engram.settings turns semantic search off: the server (restarted for it) refuses the mode
+  // with ENGRAM_UNSUPPORTED_MODE, as it does without the semantic extra.
+  const dir = path.join(vault, '.vscode');
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(
+    path.join(dir, 'settings.json'),
+    JSON.stringify({ 'engram.settings': { semantic: { enabled: false } } }, null, 2),
+  );
+  const before = serverPids();
+  await waitFor('a new engram-ls for the changed engram.settings', () => {
+    const pids = serverPids();
+    return pids.length === 1 && pids[0] !== before[0];
+  }, 30000);
+  await waitReady(page, 'the status bar to show ready with semantic search off');
+  await runCommand(page, 'Engram: Search Notes');
+  const refused = await searchFor(page, 'mode:semantic memory leak', 'ENGRAM_UNSUPPORTED_MODE\\] · semantic mode$');
+  await shot(page, '08-semantic-refused');
+  await page.keyboard.press('Escape');
+  fs.rmSync(dir, { recursive: true, force: true });
+  result.checks.modeRefused = refused;
+  log(`mode refused: ${JSON.stringify(refused)}`);
+}
+
 function findFile(dir, name) {
   if (!fs.existsSync(dir)) {
     return undefined;
@@ -660,6 +686,7 @@ async function main() {
       ['related notes', checkRelated],
       ['index status and reindex', checkStatusAndReindex],
       ['restart on setting change', (p) => checkSettingsRestart(p, vault)],
+      ['a refused mode in the picker', (p) => checkModeRefused(p, vault)],
     ]) {
       try {
         await check(page);

@@ -9,8 +9,9 @@
 --                         config  vim.lsp.config('engram_ls', { cmd = … }) + vim.lsp.enable
 --                         auto    the plugin's autostart, vim.g.engram_cmd
 --                         start   autostart off, require('engram').start() in a FileType autocmd
---   ENGRAM_E2E_STEPS    "all" (default) or "attach" (attach, one search, status)
+--   ENGRAM_E2E_STEPS    "all" (default) or "attach" (attach, one search, a semantic one, status)
 --   ENGRAM_E2E_OUTSIDE  a folder outside every vault holding note.md (for "all")
+--   ENGRAM_E2E_INIT     initializationOptions, a JSON object (optional; mode "config" only)
 local env = vim.env
 local vault = vim.uv.fs_realpath(env.ENGRAM_E2E_VAULT)
 local out_path = env.ENGRAM_E2E_OUT
@@ -24,7 +25,11 @@ vim.opt.more = false
 
 if mode == 'config' then
   vim.g.engram = { autostart = false }
-  vim.lsp.config('engram_ls', { cmd = cmd })
+  local cfg = { cmd = cmd }
+  if env.ENGRAM_E2E_INIT and env.ENGRAM_E2E_INIT ~= '' then
+    cfg.init_options = vim.json.decode(env.ENGRAM_E2E_INIT)
+  end
+  vim.lsp.config('engram_ls', cfg)
   vim.lsp.enable('engram_ls')
 elseif mode == 'auto' then
   vim.g.engram_cmd = cmd
@@ -408,6 +413,13 @@ if not only_attach then
     end,
   }
 end
+
+steps[#steps + 1] = {
+  'search_semantic',
+  function(r)
+    r.result = search('Engram search mode:semantic memory leak')
+  end,
+}
 
 steps[#steps + 1] = {
   'status',
