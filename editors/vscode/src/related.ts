@@ -48,6 +48,7 @@ export async function relatedNotes(getClient: () => LanguageClient | undefined):
   picker.matchOnDescription = true;
   picker.busy = true;
   const source = new vscode.CancellationTokenSource();
+  let hidden = false;
   const disposables: vscode.Disposable[] = [
     picker.onDidAccept(() => {
       const hit = picker.selectedItems[0]?.hit;
@@ -59,6 +60,7 @@ export async function relatedNotes(getClient: () => LanguageClient | undefined):
       }
     }),
     picker.onDidHide(() => {
+      hidden = true;
       source.cancel();
       for (const d of disposables) {
         d.dispose();
@@ -75,7 +77,7 @@ export async function relatedNotes(getClient: () => LanguageClient | undefined):
     const result = await client.sendRequest<RelatedResult>(Methods.related, params, source.token);
     rows = toRelatedRows(result);
   } catch (error) {
-    if (source.token.isCancellationRequested) {
+    if (hidden) {
       return;
     }
     picker.hide();
@@ -83,6 +85,9 @@ export async function relatedNotes(getClient: () => LanguageClient | undefined):
       ? `this engram-ls does not answer ${Methods.related} (a newer Engram has related notes): ${errorText(error)}`
       : errorText(error);
     void vscode.window.showErrorMessage(`Engram: related notes: ${text}`);
+    return;
+  }
+  if (hidden) {
     return;
   }
   picker.busy = false;
