@@ -3,6 +3,7 @@
     python benchmarks/bench_lsp.py VAULT [--index FILE] [--repeat N] [--no-cold] [--json OUT]
                                          [--shape standard|low-alphabet]
                                          [--only warm [--runs N] [--baseline TREE]]
+                                         [--only semantic --index FILE [--runs N]]
 
 Three server sessions on VAULT, each a new ``engram-ls`` process (index file from ``--index``,
 passed as ENGRAM_INDEX; a temporary one when absent):
@@ -18,6 +19,10 @@ passed as ENGRAM_INDEX; a temporary one when absent):
    ``workspace/didRenameFiles`` of their folder (exactly 1,000 notes); ``didDeleteFiles`` of it.
 3. a Neovim-like client (no file watching: the server watches the vault itself): the same
    create / modify / rename / delete of 1,000 files, done on disk only.
+
+``--only semantic`` measures search by meaning alone (``benchlib.semantic_mix``) on an index
+that exists: the server embeds what it lacks, then each kind is timed; with RSS. Every other run
+turns search by meaning off (``initializationOptions``), so no embedding runs beside it.
 
 ``--only warm`` measures nothing but the warm start (the index must exist: ``--index``): ``--runs``
 starts in each preset, alternated, and their median (with the server's CPU seconds up to ready:
@@ -99,8 +104,19 @@ def capabilities(preset: str) -> types.ClientCapabilities:
 class Session:
     """One ``engram-ls`` process and a client that answers what the server asks of it."""
 
-    def __init__(self, vault: Path, index: Path, preset: str, code: Path | None = None) -> None:
+    def __init__(
+        self,
+        vault: Path,
+        index: Path,
+        preset: str,
+        code: Path | None = None,
+        settings: dict[str, Any] | None = None,
+    ) -> None:
         self.vault, self.index, self.preset = vault, index, preset
+        self.settings = NO_SEMANTIC if settings is None else settings
+        """``initializationOptions``: by default search by meaning is off, so that no
+        embedding runs in the background of what is measured (``--only semantic`` turns it
+        on)."""
         self.code = code
         """Where the server's ``engram_ls`` comes from (``PYTHONPATH``); None: this tree's."""
         self.client = LanguageClient("engram-bench", "1", converter_factory=converter_factory)
@@ -142,6 +158,7 @@ class Session:
                 workspace_folders=[
                     types.WorkspaceFolder(uri=self.vault.as_uri(), name=self.vault.name)
                 ],
+                initialization_options=self.settings or None,
             )
         )
         self.client.initialized(types.InitializedParams())
@@ -234,6 +251,9 @@ class Session:
                 print(f"bench_lsp: killing server {self.pid} and its workers", file=sys.stderr)
                 b.kill_all(pids)
         await self.client.stop()
+
+
+NO_SEMANTIC: dict[str, Any] = {"semantic": {"enabled": False}}
 
 
 def _remove_index(index: Path) -> None:
@@ -608,6 +628,51 @@ async def search_rounds(
     return out
 
 
+async def semantic_rounds(vault: Path, index: Path, repeat: int, rounds: int) -> dict[str, Any]:
+    """Only search by meaning (``benchlib.semantic_mix``), through a VS Code-like server per
+    round with semantic search on: it first embeds what the index lacks (timed: chunks/s),
+    then every kind is timed; the server's RSS once ready and after the queries."""
+    vault = vault.resolve()
+    _trees("semantic", index, None)
+    out: dict[str, Any] = {"rounds": [], "index_bytes": index.stat().st_size}
+    for _ in range(rounds):
+        s = Session(vault, index, "visual-studio-code", settings={})
+        try:
+            await s.start()
+            t0 = time.perf_counter()
+            first: dict[str, Any] | None = None
+            while True:
+                v = (await s.request("engram/status", {}))["vaults"][0]
+                first = first or v["semantic"]
+                if v["semantic"]["state"] == "ready":
+                    break
+                if time.perf_counter() - t0 > 3600:
+                    raise TimeoutError(f"semantic not ready: {v['semantic']}")
+                await asyncio.sleep(0.5)
+            row: dict[str, Any] = {
+                "embed_wait_s": round(time.perf_counter() - t0, 2),
+                "embedded_before": first["embedded"] if first else None,
+                "semantic": v["semantic"],
+                "rss_ready_mib": b.rss_mib(s.pid),
+                "kinds": {},
+            }
+            for name, params in b.semantic_mix():
+
+                async def one(params: dict[str, Any] = params, s: Session = s) -> Any:
+                    return await s.search(**params)
+
+                stats, res = await b.timed(one, repeat)
+                row["kinds"][name] = {**stats, "total": res["total"]}
+            row["rss_after_mib"] = b.rss_mib(s.pid)
+            row["peak_rss_mib"] = b.peak_rss_mib(s.pid)
+            out["rounds"].append(row)
+        finally:
+            await s.stop()
+    out["index_bytes_after"] = index.stat().st_size
+    out["load_avg"] = os.getloadavg()
+    return out
+
+
 async def warm_starts(
     vault: Path, index: Path, runs: int, baseline: Path | None = None
 ) -> dict[str, Any]:
@@ -657,9 +722,10 @@ def main() -> int:
     )
     ap.add_argument(
         "--only",
-        choices=["warm", "search"],
+        choices=["warm", "search", "semantic"],
         default=None,
-        help="measure only the warm start, or only the engram/search query mix",
+        help="measure only the warm start, only the engram/search query mix, or only search"
+        " by meaning (semantic and hybrid, after the server has embedded the notes)",
     )
     ap.add_argument(
         "--runs", type=int, default=5, help="with --only: starts per preset, or search rounds"
@@ -680,6 +746,12 @@ def main() -> int:
             args.vault, args.index, args.repeat, args.runs, args.baseline, args.settle
         )
         b.emit(asyncio.run(searches), args.json)
+        return 0
+    if args.only == "semantic":
+        if args.index is None:
+            ap.error("--only semantic needs --index (an index built beforehand)")
+        rounds = semantic_rounds(args.vault, args.index, args.repeat, args.runs)
+        b.emit(asyncio.run(rounds), args.json)
         return 0
     if args.only == "warm":
         if args.index is None:

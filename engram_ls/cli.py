@@ -20,6 +20,9 @@ from engram_ls.core.errors import EngramError, IndexUnavailable
 from engram_ls.core.index.store import IndexStatus
 from engram_ls.core.librarian import Librarian, LibrarianReport
 from engram_ls.core.search import RequestField, SearchResponse, request_fields
+from engram_ls.core.search.request import SEMANTIC_MODES
+from engram_ls.core.semantic.engine import EmbedReport
+from engram_ls.core.semantic.model import missing_packages
 from engram_ls.core.serialize import json_value
 from engram_ls.core.service import Engram, default_index_path
 from engram_ls.core.sync import Change, SyncReport
@@ -96,6 +99,22 @@ def _sync(engram: Engram, *, full: bool = False, quiet: bool = False) -> SyncRep
         bar.close()
 
 
+def _embed(engram: Engram) -> EmbedReport | None:
+    """Embed the notes not embedded yet (search by meaning), when the extra is installed and
+    the config does not turn it off; None when it is not available (said on stderr when it
+    failed)."""
+    if engram.unavailable or not engram.semantic.enabled or missing_packages():
+        return None
+    bar = Progress(sys.stderr, "embedding")
+    try:
+        return engram.embed(progress=bar)
+    except EngramError as exc:
+        _err(f"warning: search by meaning is not available: {exc.message}")
+        return None
+    finally:
+        bar.close()
+
+
 def _print_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, ensure_ascii=False, indent=2) + "\n")
 
@@ -140,6 +159,7 @@ def cmd_index(args: argparse.Namespace) -> int:
         engram.verify()  # damage found is moved aside (and said on stderr): rebuilt below
         report = _sync(engram, full=args.full)
         assert report is not None
+        embedded = None if args.no_semantic else _embed(engram)
         status = engram.status()
     finally:
         engram.close()
@@ -148,6 +168,7 @@ def cmd_index(args: argparse.Namespace) -> int:
             {
                 "vault": str(engram.vault.root),
                 "sync": json_value(report),
+                "semantic": json_value(embedded),
                 "status": json_value(status),
             }
         )
@@ -161,6 +182,11 @@ def cmd_index(args: argparse.Namespace) -> int:
         + (f" ({rate:,.0f} notes/s)" if rate else "")
         + "\n"
     )
+    if embedded is not None and embedded.notes:
+        sys.stdout.write(
+            f"embedded {embedded.notes} notes ({embedded.embedded} new texts,"
+            f" {embedded.reused} already known) in {embedded.elapsed_s:.2f} s\n"
+        )
     if status.problems:
         sys.stdout.write(
             f"{status.problems} notes have problems (malformed frontmatter, bad dates, …):"
@@ -178,6 +204,8 @@ def cmd_search(args: argparse.Namespace) -> int:
             except IndexUnavailable as exc:  # locked, full disk: the answer comes from a scan
                 scanning = "" if args.require_index else "; answering by scanning the files"
                 _err(f"warning: {exc.message}{scanning}")
+        if not args.no_sync and args.mode in SEMANTIC_MODES:
+            _embed(engram)  # nothing runs in the background here: embed what is pending now
         fields = request_fields("cli")
         values = {f.name: getattr(args, f.name) for f in fields}
         response = engram.search({k: v for k, v in values.items() if v is not None})
@@ -206,6 +234,20 @@ def _print_results(response: SearchResponse) -> None:
     )
 
 
+def _semantic_line(status: IndexStatus) -> str:
+    """Search by meaning in one line: its state, how much is embedded, the model."""
+    sem = status.semantic
+    if sem is None or sem.state == "off":
+        return "off (config semantic.enabled)"
+    if sem.state in ("unavailable", "failed"):
+        return f"{sem.state}: {sem.error}"
+    dims = f", {sem.dims} dims" if sem.dims else ""
+    return (
+        f"{sem.state}, {sem.embedded} of {sem.notes} notes embedded, {sem.chunks} chunks"
+        f" ({sem.model}{dims})"
+    )
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     engram = _open(args, read_only=True, scans=False)
     try:
@@ -229,6 +271,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     out.write(f"generation: {status.generation}\n")
     out.write(f"updated:    {status.updated_at or 'never'}\n")
     out.write(f"trigram:    {_trigram_line(status)}\n")
+    out.write(f"semantic:   {_semantic_line(status)}\n")
     rev = status.source_revision
     if rev is not None:
         state = {True: "uncommitted changes", False: "clean", None: "changes unknown"}[rev.dirty]
@@ -477,6 +520,11 @@ def _index_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     )
     _vault(p)
     p.add_argument("--full", action="store_true", help="re-parse every note")
+    p.add_argument(
+        "--no-semantic",
+        action="store_true",
+        help="do not embed the notes for search by meaning (the semantic extra) after indexing",
+    )
     _common(p, cmd_index)
 
 

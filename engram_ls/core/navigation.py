@@ -367,3 +367,48 @@ def plan_move(
         return sorted(others + new_stems.get(key, []))
 
     return plan_links(moves, staying, read_text, Resolver(queries), paths_after)
+
+
+RELATED_K = 60
+"""Reciprocal rank fusion's constant in ``fuse_related`` (the one of hybrid search)."""
+
+
+def fuse_related(found: dict[str, Any], limit: int) -> list[dict[str, Any]]:
+    """One ranking of a note's neighbours from ``related`` and ``similar``: reciprocal rank
+    fusion of its links (in the order it makes them), its backlinks and the notes nearest it
+    by meaning, each hit naming why (``reasons``: ``link``, ``backlink``, ``meaning``), its
+    line (where to open it) and a snippet; ``score`` in [0, 1] (1: first in all three)."""
+    lists = {
+        "link": [o for o in found.get("outgoing", []) if o.get("path")],
+        "backlink": found.get("backlinks", []),
+        "meaning": found.get("similar", []),
+    }
+    merged: dict[str, dict[str, Any]] = {}
+    for reason, items in lists.items():
+        seen: set[str] = set()
+        for item in items:
+            path = str(item["path"])
+            if path in seen:
+                continue
+            seen.add(path)
+            rank = len(seen)
+            entry = merged.setdefault(
+                path,
+                {
+                    "path": path,
+                    "title": item.get("title") or path,
+                    "score": 0.0,
+                    "line": 1,
+                    "snippet": "",
+                    "reasons": [],
+                },
+            )
+            entry["score"] += 1 / (RELATED_K + rank)
+            entry["reasons"].append(reason)
+            if reason == "meaning":
+                entry["line"], entry["snippet"] = item.get("line", 1), item.get("snippet", "")
+    top = len(lists) / (RELATED_K + 1)
+    ranked = sorted(merged.values(), key=lambda e: (-e["score"], e["path"]))[:limit]
+    for entry in ranked:
+        entry["score"] = round(min(1.0, entry["score"] / top), 4)
+    return ranked

@@ -246,6 +246,8 @@ class Engram:
         by_meaning = plan.mode in SEMANTIC_MODES and bool(plan.query.strip())
         if by_meaning:
             self.semantic.model()  # UnsupportedMode (with the install command) when it cannot
+            if not self.index.read_only:
+                self.semantic.catch_up()
         served: IndexInfo | None = None
         hits: list[Any] = []
         total = 0
@@ -519,11 +521,46 @@ class Engram:
         return self._links(nav.problems, self.vault.rel(source), text)
 
     def related_notes(self, path: str, limit: int = 20) -> dict[str, Any]:
-        """A note's outgoing links, backlinks, and the notes sharing its topics."""
+        """A note's outgoing links, backlinks, the notes sharing its topics, the notes nearest
+        it by meaning (``similar``: empty without the semantic extra or before its notes are
+        embedded) and all of them in one ranking (``related``, ``nav.fuse_related``)."""
         if limit < 1 or limit > 200:
             raise InvalidRequest("limit must be between 1 and 200")
         rel = self._note_path(path)
-        return self._links(nav.related, rel, self.read_text, limit)
+        out = self._links(nav.related, rel, self.read_text, limit)
+        out["similar"] = self._similar(rel, limit)
+        out["related"] = nav.fuse_related(out, limit)
+        return out
+
+    def _similar(self, rel: str, limit: int) -> list[dict[str, Any]]:
+        if not self.semantic.available:
+            return []
+        with self.health.reading() as r:
+            if not r.servable:
+                return []
+            row = r.conn.execute("SELECT id, title FROM notes WHERE path = ?", (rel,)).fetchone()
+            if row is None:
+                return []
+            searcher = IndexSearcher(r.conn, self.vault, self.config)
+            state = (self.index.opened_file(), r.status.generation if r.status else 0)
+            semantic = SemanticSearcher(r.conn, searcher, self.semantic, state)
+            ranked = semantic.placed(semantic.similar(int(row[0]), limit)[:limit])
+            plan = make_plan(
+                parse_request({"query": str(row[1]) or rel, "mode": "semantic", "limit": limit}),
+                self.vault,
+                self.config,
+            )
+            hits = searcher.page(plan, ranked[:limit])
+        return [
+            {
+                "path": h.path,
+                "title": h.title,
+                "score": h.score,
+                "line": h.line,
+                "snippet": h.snippet,
+            }
+            for h in hits
+        ]
 
     def plan_move(
         self, moves: Sequence[tuple[str, str]], *, read_text: nav.ReadText | None = None

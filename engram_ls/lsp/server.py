@@ -230,6 +230,7 @@ class EngramLanguageServer(LanguageServer):
                 log.warning("the watch of %s is not in place yet; reconciling", vault.root)
             result = await self.run(partial(vault.engram.sync, progress=progress))
             vault.start_checks()
+            vault.start_embedding(self._embedding_progress(vault))
         except Exception as exc:
             log.exception("building the index of %s failed", vault.root)
             self.message(f"Engram: indexing {vault.root} failed: {exc}", types.MessageType.Error)
@@ -244,6 +245,48 @@ class EngramLanguageServer(LanguageServer):
         for callback in self.on_vault_ready:
             callback(vault)
         return result
+
+    def _embedding_progress(self, vault: VaultSession) -> Callable[[int, int], None] | None:
+        """Work-done progress for a vault's embedding passes, called from the embedding thread:
+        begun at a pass's first report of work, ended when it reports all done."""
+        if not self.supports("window", "work_done_progress"):
+            return None
+        loop = asyncio.get_running_loop()
+        state: dict[str, Any] = {"token": None, "pct": -1}
+
+        async def begin(token: str) -> None:
+            await self.work_done_progress.create_async(token)
+            self.work_done_progress.begin(
+                token,
+                types.WorkDoneProgressBegin(
+                    title=f"Engram: embedding {vault.root.name}", percentage=0, cancellable=False
+                ),
+            )
+
+        def on_loop(done: int, total: int) -> None:
+            token = state["token"]
+            if token is None:
+                if done >= total:
+                    return
+                token = state["token"] = f"engram-embed-{uuid.uuid4().hex}"
+                state["started"] = asyncio.ensure_future(begin(token))
+            pct = int(100 * done / max(total, 1))
+            started = state["started"]
+            if done >= total:
+                state["token"], state["pct"] = None, -1
+                end = types.WorkDoneProgressEnd(message="embedding ended")
+                started.add_done_callback(lambda _: self.work_done_progress.end(token, end))
+            elif pct != state["pct"]:
+                state["pct"] = pct
+                report = types.WorkDoneProgressReport(
+                    message=f"{done}/{total} notes", percentage=pct
+                )
+                started.add_done_callback(lambda _: self.work_done_progress.report(token, report))
+
+        def progress(done: int, total: int) -> None:
+            loop.call_soon_threadsafe(on_loop, done, total)
+
+        return progress
 
     def stop_all(self) -> None:
         for watcher in self.watchers:

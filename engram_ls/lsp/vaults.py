@@ -18,6 +18,7 @@ from engram_ls.core.backoff import Backoff
 from engram_ls.core.check import IntegrityChecker
 from engram_ls.core.config import EngramConfig, load_config
 from engram_ls.core.errors import EngramError
+from engram_ls.core.semantic.worker import EmbeddingWorker
 from engram_ls.core.service import Engram
 from engram_ls.core.sync import Change, SyncReport
 from engram_ls.core.watch import VaultWatcher
@@ -47,6 +48,8 @@ class VaultSession:
         self._flusher: asyncio.Task[None] | None = None
         self._retry: asyncio.Task[None] | None = None
         self._checker: IntegrityChecker | None = None
+        self.embedder: EmbeddingWorker | None = None
+        """Keeps the vault's vectors in line with its index (search by meaning)."""
         self.build: asyncio.Task[SyncReport | None] | None = None
         self.watcher: VaultWatcher | None = None
         """The server's own watcher of this vault (when the client does not watch files); the
@@ -88,6 +91,8 @@ class VaultSession:
                     continue
                 if self.on_applied is not None:
                     self.on_applied(self, report)
+                if self.embedder is not None:
+                    self.embedder.kick()
         finally:
             self._idle.set()
 
@@ -122,6 +127,13 @@ class VaultSession:
         )
         self._checker.start()
 
+    def start_embedding(self, progress: Callable[[int, int], None] | None = None) -> None:
+        """Embed the notes in the background from now on (``EmbeddingWorker``), with
+        ``progress(done, total)`` from its thread while a pass has work."""
+        if self.embedder is None and self.engram.semantic.enabled:
+            self.embedder = EmbeddingWorker(self.engram, progress=progress)
+            self.embedder.start()
+
     async def settled(self) -> None:
         """Wait until queued changes are in the index (not while the first build runs).
 
@@ -141,6 +153,8 @@ class VaultSession:
             self._retry.cancel()
         if self._checker is not None:
             self._checker.stop()
+        if self.embedder is not None:
+            self.embedder.stop()
         if self.build is not None:
             self.build.cancel()
 

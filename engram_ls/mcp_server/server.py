@@ -2,7 +2,7 @@
 
 Tools: ``search_notes`` (the DESIGN §4 request and result), ``get_session_context`` (the
 original Engram tool's plain-text answer), ``read_note``, ``list_topics``, ``related_notes``
-(links, backlinks and notes sharing topics), ``index_status``.
+(links, backlinks, notes sharing topics and notes near in meaning), ``index_status``.
 Every error an agent can cause comes back as a tool error naming the Engram code.
 """
 
@@ -26,6 +26,7 @@ from engram_ls import __version__
 from engram_ls.core.check import IntegrityChecker
 from engram_ls.core.errors import EngramError, InvalidRequest, NotFound, OutsideVault
 from engram_ls.core.search import RequestField, request_fields
+from engram_ls.core.semantic.worker import EmbeddingWorker
 from engram_ls.core.serialize import json_value
 from engram_ls.core.service import Engram
 from engram_ls.core.vault import choose_vault_root
@@ -178,9 +179,11 @@ def _add_note_tools(mcp: MCPServer, engram: Engram) -> None:
     ) -> dict[str, Any]:
         """Notes connected to one note, to explore around it: `outgoing` (the links it
         makes, each with the note it resolves to, or status broken/ambiguous), `backlinks`
-        (notes linking to it, with the line of the first link) and `sharing_topics` (other
-        notes with its topics, most shared first, then newest). Paths are vault-relative;
-        read one with read_note."""
+        (notes linking to it, with the line of the first link), `sharing_topics` (other
+        notes with its topics, most shared first, then newest), `similar` (the notes nearest
+        it by meaning, with score, line and snippet; empty without search by meaning) and
+        `related` (links, backlinks and meaning in one ranking, each with its `reasons`).
+        Paths are vault-relative; read one with read_note."""
         return dict(_call(engram.related_notes, path, limit))
 
     @mcp.tool(annotations=READ_ONLY)
@@ -297,6 +300,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         log.warning("the index could not be brought up to date: %s", exc)
     checker = IntegrityChecker(engram)
     checker.start()
+    embedder = EmbeddingWorker(engram)  # search by meaning: vectors kept in line, in the back
+    embedder.start()
     server = create_server(engram, allow_write=args.allow_write)
     try:
         if http is not None:
@@ -305,6 +310,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             anyio.run(serve_stdio, server)
     finally:
         checker.stop()
+        embedder.stop()
         if watcher is not None:
             watcher.stop()
     return 0

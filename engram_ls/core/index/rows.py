@@ -312,12 +312,14 @@ class Batch:
             "aliases",
             "notes_fts",
             *TABLES,
-            "chunks",
             "embedded",
             "notes",
             "topics",
         ):
             c.execute(f"DELETE FROM {table}")
+        # Every chunk's note id is given again: keep their vectors (orphans, found by their
+        # text's key) for the embedding pass after the build.
+        c.execute("UPDATE chunks SET note_id = 0 WHERE note_id != 0")
         self._topic_ids.clear()
         self._touched_topics.clear()
         self._recount = True
@@ -356,9 +358,9 @@ class Batch:
     def _delete_ids(self, ids: list[int]) -> None:
         for note_id in ids:
             self._clear_children(note_id)
-            # A deleted note's id may be given to the next note added: its chunks go with it
-            # (their vectors stay, by text, for the next note that says the same).
-            self.conn.execute("DELETE FROM chunks WHERE note_id = ?", (note_id,))
+            # A deleted note's id may be given to the next note added: its chunks leave it
+            # (orphans, whose vectors a note saying the same can take; core/semantic/store.py).
+            self.conn.execute("UPDATE chunks SET note_id = 0 WHERE note_id = ?", (note_id,))
             self.conn.execute("DELETE FROM embedded WHERE note_id = ?", (note_id,))
             row = self.conn.execute(
                 "DELETE FROM notes WHERE id = ? RETURNING problems IS NOT NULL", (note_id,)

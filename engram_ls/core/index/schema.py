@@ -27,19 +27,21 @@ Layout:
   ripgrep searches (rowid = ``notes.id``); ``tri_unindexed``: the notes whose bytes it cannot
   hold (``core.index.trigram``), candidates of every literal search. Both stay empty when the
   config turns the trigram index off.
-- ``chunks``, ``vectors``, ``embedded``: search by meaning (``core/semantic``). A chunk is a
-  piece of a note (its line, its snippet, the sign bits of its vector: ``code``) keyed by the
-  hash of the model and the text embedded (``key``); ``vectors`` holds each key's vector once
-  (float16), so an unchanged text is never embedded twice; ``embedded`` says which content of
-  each note (its ``notes.hash``) its chunks are of. Written in the background after the main
-  index, never by a build: a note's deletion deletes its chunks (the ids of notes are reused).
+- ``chunks``, ``chunk_vectors``, ``embedded``: search by meaning (``core/semantic``). A chunk is
+  a piece of a note (its line, its snippet, the sign bits of its vector: ``code``) keyed by the
+  hash of the model and the text embedded (``key``); its vector (float16) is in
+  ``chunk_vectors`` under the same id, so that re-ranking reads vectors by rowid; ``embedded``
+  says which content of each note (its ``notes.hash``) its chunks are of. Written in the
+  background after the main index, never by a build. Chunks whose note is gone, was re-embedded
+  or rebuilt have ``note_id`` 0: their vectors are found by key until the end of the next
+  embedding pass, so that an unchanged text is not embedded again, then deleted.
 - ``meta``: state, generation counter, timestamps, config fingerprint; ``semantic_*``: the
   model of the vectors and a counter of their changes (the main generation does not move).
 """
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 """Stored in ``PRAGMA user_version``. Bump on any change below: old indexes are rebuilt."""
 
 NO_DATE = ""
@@ -167,10 +169,10 @@ CREATE TABLE chunks (
 CREATE INDEX chunks_by_note ON chunks (note_id);
 CREATE INDEX chunks_by_key ON chunks (key);
 
-CREATE TABLE vectors (
-    key  BLOB PRIMARY KEY,
+CREATE TABLE chunk_vectors (
+    id   INTEGER PRIMARY KEY,
     vec  BLOB NOT NULL
-) STRICT, WITHOUT ROWID;
+) STRICT;
 
 CREATE TABLE embedded (
     note_id  INTEGER PRIMARY KEY,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import sqlite3
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from engram_ls.core.search.hits import SearchHit
 from engram_ls.core.search.index_path import IndexSearcher, _Filters
@@ -36,6 +36,8 @@ HYBRID_DEPTH = 100
 RRF_K = 60
 Ranked = list[tuple[int, float, int, str]]
 """(note id, score, line, snippet text), best first."""
+Near = list[tuple[int, float, int]]
+"""(note id, score, id of its best chunk), best first."""
 
 
 class SemanticSearcher:
@@ -63,30 +65,58 @@ class SemanticSearcher:
         need = plan.offset + plan.limit
         near = self.nearest(plan, f, need)
         if plan.mode == "semantic":
-            page = near[plan.offset : need]
-            return self.searcher.page(plan, page), len(near)
+            return self.searcher.page(plan, self.placed(near[plan.offset : need])), len(near)
         return self._hybrid(plan, f, near)
 
-    def nearest(self, plan: Plan, filters: _Filters, need: int) -> Ranked:
+    def placed(self, near: Near) -> Ranked:
+        """The hits' (note, score, line, snippet) of nearest notes: their best chunk's place."""
+        places = store.chunk_places(self.conn, [chunk for _, _, chunk in near])
+        return [(n, score, *places.get(chunk, (1, ""))) for n, score, chunk in near]
+
+    def nearest(self, plan: Plan, filters: _Filters, need: int) -> Near:
         """The notes nearest the plan's query, best first (see the module's doc)."""
+        model = self.semantic.model()
+        q = model.embed([plan.query])[0]
+        return self.nearest_to(q, filters, need, plan=plan)
+
+    def similar(self, note_id: int, need: int) -> Near:
+        """The notes nearest one note (the mean of its chunks' vectors), itself left out."""
+        from engram_ls.core.semantic.vectors import from_blobs
+
+        self.semantic.model()
+        rows = store.chunk_vectors(self.conn, store.note_chunk_ids(self.conn, note_id))
+        if not rows:
+            return []
+        q = from_blobs([r[2] for r in rows]).mean(axis=0)
+        norm = float((q @ q) ** 0.5)
+        if not norm:
+            return []
+        return self.nearest_to(q / norm, None, need, exclude=note_id)
+
+    def nearest_to(
+        self,
+        q: Any,
+        filters: _Filters | None,
+        need: int,
+        *,
+        plan: Plan | None = None,
+        exclude: int | None = None,
+    ) -> Near:
+        """The notes nearest the unit vector ``q`` within ``filters``, best first."""
         import numpy as np
 
         from engram_ls.core.semantic.vectors import code_of, from_blobs
 
         model = self.semantic.model()
         table = self.semantic.table()
-        table.refresh(
-            self.conn, (*self.state, store.model_key(self.conn), store.generation(self.conn))
-        )
-        if store.model_key(self.conn) != model.key or not len(table):
-            return []
-        q = model.embed([plan.query])[0]
-        if not q.any():
-            return []  # no word the model knows (emoji, symbols)
+        key = store.model_key(self.conn)
+        table.refresh(self.conn, (*self.state, key, store.generation(self.conn)))
+        if key != model.key or not len(table) or not q.any():
+            return []  # nothing embedded by this model yet; a query of no known word
         code = code_of(q[None, :])[0]
         k = max(CANDIDATES, 3 * need)
-        if filters.empty:
-            ids, notes = table.nearest(code, k)
+        if filters is None or filters.empty:
+            ids, notes = table.nearest(code, k + (64 if exclude is not None else 0))
         else:
             ids, notes = table.nearest(code, FILTER_DEPTH * k)
             passing = self._passing(filters, sorted(set(notes.tolist())))
@@ -97,17 +127,18 @@ class SemanticSearcher:
                 sql, params = filters.ids_query(ordered=False)
                 allowed = [int(r[0]) for r in self.conn.execute(sql, params)]
                 ids, _ = table.nearest(code, k, table.mask_of(allowed))
-        plan.check()
+        if plan is not None:
+            plan.check()
         rows = store.chunk_vectors(self.conn, ids.tolist())
         if not rows:
             return []
-        cos = from_blobs([r[4] for r in rows]) @ q
-        best: dict[int, tuple[float, int, str]] = {}
-        for (_, note_id, line, snippet, _), c in zip(rows, cos.tolist(), strict=True):
-            if note_id not in best or c > best[note_id][0]:
-                best[note_id] = (c, line, snippet)
+        cos = from_blobs([r[2] for r in rows]) @ q
+        best: dict[int, tuple[float, int]] = {}
+        for (chunk, note_id, _), c in zip(rows, cos.tolist(), strict=True):
+            if note_id != exclude and (note_id not in best or c > best[note_id][0]):
+                best[note_id] = (c, chunk)
         ranked = sorted(best.items(), key=lambda it: (-it[1][0], it[0]))
-        return [(n, min(1.0, max(0.0, c)), line, snip) for n, (c, line, snip) in ranked]
+        return [(n, min(1.0, max(0.0, c)), chunk) for n, (c, chunk) in ranked]
 
     def _passing(self, f: _Filters, note_ids: list[int]) -> set[int]:
         """Those of ``note_ids`` that pass the filters (the SQL of the text path's probes)."""
@@ -122,28 +153,33 @@ class SemanticSearcher:
             out.update(int(r[0]) for r in self.conn.execute(sql, [*part, *params]))
         return out
 
-    def _hybrid(self, plan: Plan, f: _Filters, near: Ranked) -> tuple[list[SearchHit], int]:
+    def _hybrid(self, plan: Plan, f: _Filters, near: Near) -> tuple[list[SearchHit], int]:
         text_hits: list[SearchHit] = []
         if plan.fts_query:
             text_plan = dataclasses.replace(plan, mode="text", limit=HYBRID_DEPTH, offset=0)
             text_hits, _ = self.searcher.text(text_plan, f)
         ids = self._ids([h.path for h in text_hits])
         score: dict[int, float] = {}
-        shown: dict[int, tuple[int, str]] = {}
-        for rank, (note_id, _, line, snippet) in enumerate(near[:HYBRID_DEPTH], 1):
+        chunk_of: dict[int, int] = {}
+        for rank, (note_id, _, chunk) in enumerate(near[:HYBRID_DEPTH], 1):
             score[note_id] = 1 / (RRF_K + rank)
-            shown[note_id] = (line, snippet)
+            chunk_of[note_id] = chunk
+        shown: dict[int, tuple[int, str]] = {}
         for rank, hit in enumerate(text_hits, 1):
             if hit.path not in ids:
                 continue
             note_id = ids[hit.path]
             score[note_id] = score.get(note_id, 0.0) + 1 / (RRF_K + rank)
-            shown.setdefault(note_id, (hit.line, hit.snippet))
+            shown[note_id] = (hit.line, hit.snippet)
         top = 2 / (RRF_K + 1)
         fused = sorted(score.items(), key=lambda it: (-it[1], it[0]))
+        window = fused[plan.offset : plan.offset + plan.limit]
+        places = store.chunk_places(
+            self.conn, [chunk_of[n] for n, _ in window if n not in shown and n in chunk_of]
+        )
         page = [
-            (n, min(1.0, s / top), *shown[n])
-            for n, s in fused[plan.offset : plan.offset + plan.limit]
+            (n, min(1.0, s / top), *(shown.get(n) or places.get(chunk_of.get(n, 0), (1, ""))))
+            for n, s in window
         ]
         return self.searcher.page(plan, page), len(fused)
 

@@ -30,6 +30,7 @@ from engram_ls.core.semantic.model import (
     StaticModel,
     load_model,
     missing_packages,
+    model_files,
     unavailable_error,
 )
 from engram_ls.core.serialize import rounded
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from engram_ls.core.semantic.vectors import CodeTable
 
 log = logging.getLogger(__name__)
-SemanticState = Literal["off", "unavailable", "idle", "embedding", "ready", "failed"]
+SemanticState = Literal["off", "unavailable", "pending", "embedding", "ready", "failed"]
 BATCH_NOTES = 64
 """Notes read, embedded and written per transaction (about 40 ms of work each)."""
 ProgressFn = Callable[[int, int], None]
@@ -50,8 +51,9 @@ class SemanticStatus:
     """``semantic`` of a status answer."""
 
     state: SemanticState
-    """``off`` (config), ``unavailable`` (no extra), ``idle`` (model not loaded yet),
-    ``embedding`` (a pass is running), ``ready`` (every note embedded), ``failed``."""
+    """``off`` (config), ``unavailable`` (no extra), ``pending`` (notes wait to be
+    embedded), ``embedding`` (a pass is running), ``ready`` (every note embedded), ``failed``
+    (the model could not be loaded: ``error``)."""
     available: bool
     model: str | None = None
     dims: int | None = None
@@ -93,6 +95,9 @@ class Semantic:
         self._lock = threading.Lock()
         self.running = False
         self._table: CodeTable | None = None
+        self._pass = threading.Lock()
+        self.synced: tuple[object, int] | None = None
+        """(index file, generation) at the start of the last pass that embedded everything."""
 
     # -- the model -------------------------------------------------------------------------
 
@@ -132,71 +137,113 @@ class Semantic:
     # -- status ----------------------------------------------------------------------------
 
     def status(self, conn: sqlite3.Connection | None) -> SemanticStatus:
+        """What search by meaning can do now; reads counts from ``conn`` (a read transaction)
+        when given. The model need not be loaded: the index says which model its chunks are
+        of (``meta``), and the configured model's name is known from its files' place."""
         if not self.enabled:
             return SemanticStatus(state="off", available=False)
         if missing_packages():
             return SemanticStatus(
                 state="unavailable", available=False, error=str(unavailable_error().message)
             )
-        m = self._model
-        base = SemanticStatus(
-            state="idle",
-            available=self._error is None,
-            model=m.name if m else None,
-            dims=m.dims if m else None,
-            error=self._error,
-        )
         if self._error is not None:
-            return _with(base, state="failed")
+            return SemanticStatus(state="failed", available=False, error=self._error)
+        m = self._model
+        name = m.name if m else model_files(self.config.semantic.model, self.root).name
+        base = SemanticStatus(
+            state="pending", available=True, model=name, dims=m.dims if m else None
+        )
         if conn is None:
             return base
+        key = store.model_key(conn)
+        current = key is not None and (key == m.key if m else key.startswith(name + ":"))
         notes, done, chunks = store.counts(conn)
-        current = m is not None and store.model_key(conn) == m.key
-        state: SemanticState = "idle" if m is None else "ready"
-        if m is not None and (self.running or not current or done < notes):
-            state = "embedding" if self.running else "idle"
-        return _with(
-            base,
-            state=state,
-            notes=notes,
-            embedded=done if current or m is None else 0,
-            chunks=chunks,
-        )
+        if not current:
+            done = chunks = 0
+        state: SemanticState = "pending"
+        if self.running:
+            state = "embedding"
+        elif current and done == notes:
+            state = "ready"
+        dims = m.dims if m else (store.dims(conn) if current else None)
+        return _with(base, state=state, notes=notes, embedded=done, chunks=chunks, dims=dims)
 
     # -- embedding -------------------------------------------------------------------------
 
     def embed_pending(
-        self, *, progress: ProgressFn | None = None, stop: threading.Event | None = None
+        self,
+        *,
+        progress: ProgressFn | None = None,
+        stop: threading.Event | None = None,
+        most: int | None = None,
     ) -> EmbedReport:
-        """Embed every note whose chunks are missing or out of date (see the module's doc).
-        Raises the model's error (UnsupportedMode) or IndexUnavailable-like EngramErrors."""
+        """Embed every note whose chunks are missing or out of date (see the module's doc),
+        or the first ``most`` of them. One pass at a time (a second caller waits). Raises
+        the model's error (UnsupportedMode) or EmbedFailed."""
         model = self.model()
+        with self._pass:
+            return self._pass_locked(model, progress, stop, most)
+
+    def catch_up(self) -> None:
+        """Embed a few notes changed since the last pass before a search by meaning reads,
+        so that an edit is found at once; left to the background pass when one is running
+        or more than a batch is pending."""
+        if self.synced is not None and self.synced == self._now():
+            return
+        if not self._pass.acquire(blocking=False):
+            return
+        try:
+            self._pass_locked(self.model(), None, None, BATCH_NOTES)
+        except EngramError as exc:
+            log.info("embedding before a search failed: %s", exc.message)
+        finally:
+            self._pass.release()
+
+    def _now(self) -> tuple[object, int] | None:
+        st = self.health.status()
+        if st.state not in ("ready", "stale"):
+            return None
+        return (self.health.index.opened_file(), st.generation)
+
+    def _pass_locked(
+        self,
+        model: StaticModel,
+        progress: ProgressFn | None,
+        stop: threading.Event | None,
+        most: int | None,
+    ) -> EmbedReport:
         report = EmbedReport()
         t0 = time.perf_counter()
         self.running = True
+        total = finished = 0
+        start = self._now()
         try:
             conn = self._writer()
             with self.health.lock, db.write_tx(conn):
-                store.use_model(conn, model.key)
-            notes, done, _ = store.counts(conn)
-            total, finished = notes - done, 0
+                store.use_model(conn, model.key, model.dims)
+            if progress is not None:
+                notes, done, _ = store.counts(conn)
+                total = notes - done
+                if total > 0:
+                    progress(0, total)
             after = 0
-            replaced = False
             while True:
-                if stop is not None and stop.is_set():
+                if (stop is not None and stop.is_set()) or (most is not None and finished >= most):
                     report.stopped = True
                     break
                 rows = store.pending(conn, after, BATCH_NOTES)
                 if not rows:
                     break
                 after = rows[-1][0]
-                replaced |= self._batch(model, conn, rows, report)
+                self._batch(model, conn, rows, report)
                 finished += len(rows)
                 if progress is not None:
                     progress(min(finished, total), total)
-            if replaced and not report.stopped:
+            if not report.stopped and store.has_orphans(conn):
                 with self.health.lock, db.write_tx(conn):
                     report.collected = store.collect(conn)
+            if not report.stopped:
+                self.synced = start
         except sqlite3.DatabaseError as exc:
             reason = db.damage(exc)
             if reason is not None:
@@ -204,6 +251,8 @@ class Semantic:
             raise EmbedFailed(f"embedding stopped: {exc}") from exc
         finally:
             self.running = False
+            if progress is not None and finished < total:
+                progress(total, total)  # the pass ended (stopped or failed): no progress left open
         report.elapsed_s = time.perf_counter() - t0
         return report
 
@@ -213,9 +262,9 @@ class Semantic:
         conn: sqlite3.Connection,
         rows: list[tuple[int, str]],
         report: EmbedReport,
-    ) -> bool:
-        """Read, chunk and embed one batch of notes and write it in one transaction; True
-        when chunks that had vectors were replaced (vectors may have lost their last use)."""
+    ) -> None:
+        """Read, chunk and embed one batch of notes and write it in one transaction (the
+        vectors of texts the index has are taken from it, not embedded again)."""
         from engram_ls.core.semantic.chunks import chunk_key, chunk_note
         from engram_ls.core.semantic.vectors import code_of, from_blobs, to_blob
 
@@ -252,12 +301,7 @@ class Semantic:
             for nid, path, digest, cs in made
         ]
         with self.health.lock, db.write_tx(conn):
-            marks = ",".join("?" * len(rows))
-            had = conn.execute(
-                f"SELECT count(*) FROM embedded WHERE note_id IN ({marks})", [r[0] for r in rows]
-            ).fetchone()[0]
-            report.notes += store.write(conn, notes, fresh)
-        return bool(had)
+            report.notes += store.write(conn, notes, blobs)
 
     def _writer(self) -> sqlite3.Connection:
         if self.health.index.read_only:

@@ -1,8 +1,12 @@
-"""The semantic tables of the index (``chunks``, ``vectors``, ``embedded``; schema.py): what is
-pending, what is known, one note's chunks written, vectors read back for re-ranking.
+"""The semantic tables of the index (``chunks``, ``chunk_vectors``, ``embedded``; schema.py):
+what is pending, what is known, one note's chunks written, vectors read back for re-ranking.
 
-No numpy here: vectors cross as bytes (float16 for ``vectors.vec``, 32 bytes of sign bits for
-``chunks.code``), so the base installation can delete and count chunks without the extra.
+A chunk that no longer stands for its note (the note was deleted, re-embedded or rebuilt) is
+an orphan, ``note_id`` 0: never searched, but its vector can be taken by a chunk of the same
+key until ``collect`` deletes the orphans at the end of an embedding pass.
+
+No numpy here: vectors cross as bytes (float16 for ``chunk_vectors.vec``, 32 bytes of sign bits
+for ``chunks.code``), so the base installation can orphan and count chunks without the extra.
 """
 
 from __future__ import annotations
@@ -45,14 +49,26 @@ def generation(conn: sqlite3.Connection) -> int:
     return int(row[0]) if row is not None else 0
 
 
-def use_model(conn: sqlite3.Connection, key: str) -> bool:
+DIMS_KEY = "semantic_dims"
+
+
+def dims(conn: sqlite3.Connection) -> int | None:
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (DIMS_KEY,)).fetchone()
+    return int(row[0]) if row is not None else None
+
+
+def use_model(conn: sqlite3.Connection, key: str, dims: int) -> bool:
     """Make ``key`` the model of the chunks (inside a write transaction): chunks of another
-    model are deleted (their vectors stay until ``collect``). True when the model changed."""
+    model are deleted. True when the model changed."""
     if model_key(conn) == key:
         return False
     conn.execute("DELETE FROM chunks")
+    conn.execute("DELETE FROM chunk_vectors")
     conn.execute("DELETE FROM embedded")
-    conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (MODEL_KEY, key))
+    conn.executemany(
+        "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+        [(MODEL_KEY, key), (DIMS_KEY, dims)],
+    )
     bump(conn)
     return True
 
@@ -73,8 +89,7 @@ def counts(conn: sqlite3.Connection) -> tuple[int, int, int]:
             "SELECT count(*) FROM embedded e JOIN notes n ON n.id = e.note_id WHERE e.hash = n.hash"
         ).fetchone()[0]
     )
-    chunks = int(conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
-    return notes, done, chunks
+    return notes, done, live_chunks(conn)
 
 
 def pending(conn: sqlite3.Connection, after: int, limit: int) -> list[tuple[int, str]]:
@@ -91,13 +106,17 @@ def pending(conn: sqlite3.Connection, after: int, limit: int) -> list[tuple[int,
 
 
 def known_vectors(conn: sqlite3.Connection, keys: Sequence[bytes]) -> dict[bytes, bytes]:
-    """The stored vectors (float16 bytes) of those of ``keys`` that have one."""
+    """The stored vectors (float16 bytes) of those of ``keys`` that a chunk (orphans too) has."""
     out: dict[bytes, bytes] = {}
     for part in _batches(list(dict.fromkeys(keys))):
         marks = ",".join("?" * len(part))
         out.update(
             (bytes(k), bytes(v))
-            for k, v in conn.execute(f"SELECT key, vec FROM vectors WHERE key IN ({marks})", part)
+            for k, v in conn.execute(
+                "SELECT c.key, v.vec FROM chunks c JOIN chunk_vectors v ON v.id = c.id"
+                f" WHERE c.key IN ({marks})",
+                part,
+            )
         )
     return out
 
@@ -105,21 +124,23 @@ def known_vectors(conn: sqlite3.Connection, keys: Sequence[bytes]) -> dict[bytes
 def write(
     conn: sqlite3.Connection, notes: Iterable[NoteChunks], vectors: dict[bytes, bytes]
 ) -> int:
-    """Store new ``vectors`` and replace each note's chunks (inside a write transaction); a
-    note whose row is gone or now names another file is left out. Returns the notes written."""
-    conn.executemany(
-        "INSERT OR IGNORE INTO vectors (key, vec) VALUES (?, ?)", list(vectors.items())
-    )
+    """Replace each note's chunks (inside a write transaction), their vectors taken from
+    ``vectors`` by key; the old chunks become orphans. A note whose row is gone or now names
+    another file is left out. Returns the notes written."""
     written = 0
     for n in notes:
         row = conn.execute("SELECT path FROM notes WHERE id = ?", (n.note_id,)).fetchone()
         if row is None or row[0] != n.path:
             continue
-        conn.execute("DELETE FROM chunks WHERE note_id = ?", (n.note_id,))
-        conn.executemany(
-            "INSERT INTO chunks (note_id, line, key, code, snippet) VALUES (?, ?, ?, ?, ?)",
-            [(n.note_id, *c) for c in n.chunks],
-        )
+        conn.execute("UPDATE chunks SET note_id = 0 WHERE note_id = ?", (n.note_id,))
+        for line, key, code, snippet in n.chunks:
+            cur = conn.execute(
+                "INSERT INTO chunks (note_id, line, key, code, snippet) VALUES (?, ?, ?, ?, ?)",
+                (n.note_id, line, key, code, snippet),
+            )
+            conn.execute(
+                "INSERT INTO chunk_vectors (id, vec) VALUES (?, ?)", (cur.lastrowid, vectors[key])
+            )
         conn.execute(
             "INSERT OR REPLACE INTO embedded (note_id, hash) VALUES (?, ?)", (n.note_id, n.hash)
         )
@@ -128,45 +149,67 @@ def write(
     return written
 
 
+def has_orphans(conn: sqlite3.Connection) -> bool:
+    return conn.execute("SELECT 1 FROM chunks WHERE note_id = 0 LIMIT 1").fetchone() is not None
+
+
 def collect(conn: sqlite3.Connection) -> int:
-    """Delete the vectors no chunk uses (inside a write transaction); how many."""
-    cur = conn.execute(
-        "DELETE FROM vectors WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.key = vectors.key)"
-    )
+    """Delete the orphan chunks and their vectors (inside a write transaction); how many."""
+    conn.execute("DELETE FROM chunk_vectors WHERE id IN (SELECT id FROM chunks WHERE note_id = 0)")
+    cur = conn.execute("DELETE FROM chunks WHERE note_id = 0")
     return max(cur.rowcount, 0)
 
 
 def codes_after(conn: sqlite3.Connection, after: int) -> list[tuple[int, int, bytes]]:
-    """(chunk id, note id, code) of the chunks with ids above ``after``, in id order."""
+    """(chunk id, note id, code) of the chunks with ids above ``after`` (orphans left out), in
+    id order."""
     return [
         (int(i), int(n), bytes(c))
         for i, n, c in conn.execute(
-            "SELECT id, note_id, code FROM chunks WHERE id > ? ORDER BY id", (after,)
+            "SELECT id, note_id, code FROM chunks WHERE id > ? AND note_id > 0 ORDER BY id",
+            (after,),
         )
     ]
 
 
-def chunk_vectors(
-    conn: sqlite3.Connection, ids: Sequence[int]
-) -> list[tuple[int, int, int, str, bytes]]:
-    """(chunk id, note id, line, snippet, vector) of those chunks of ``ids`` that still exist."""
-    out: list[tuple[int, int, int, str, bytes]] = []
-    for i in range(0, len(ids), _IN_MAX):
-        part = list(ids[i : i + _IN_MAX])
+def chunk_vectors(conn: sqlite3.Connection, ids: Sequence[int]) -> list[tuple[int, int, bytes]]:
+    """(chunk id, note id, vector) of those chunks of ``ids`` that still stand for a note."""
+    out: list[tuple[int, int, bytes]] = []
+    ordered = sorted(ids)
+    for i in range(0, len(ordered), _IN_MAX):
+        part = ordered[i : i + _IN_MAX]
         marks = ",".join("?" * len(part))
         out.extend(
-            (int(c), int(n), int(ln), str(s), bytes(v))
-            for c, n, ln, s, v in conn.execute(
-                "SELECT c.id, c.note_id, c.line, c.snippet, v.vec FROM chunks c"
-                f" JOIN vectors v ON v.key = c.key WHERE c.id IN ({marks})",
+            (int(c), int(n), bytes(v))
+            for c, n, v in conn.execute(
+                "SELECT c.id, c.note_id, v.vec FROM chunk_vectors v JOIN chunks c ON c.id = v.id"
+                f" WHERE v.id IN ({marks}) AND c.note_id > 0",
                 part,
             )
         )
     return out
 
 
+def chunk_places(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, tuple[int, str]]:
+    """(line, snippet) of each of the chunks ``ids``."""
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    return {
+        int(c): (int(ln), str(s))
+        for c, ln, s in conn.execute(
+            f"SELECT id, line, snippet FROM chunks WHERE id IN ({marks})", list(ids)
+        )
+    }
+
+
+def note_chunk_ids(conn: sqlite3.Connection, note_id: int) -> list[int]:
+    return [int(r[0]) for r in conn.execute("SELECT id FROM chunks WHERE note_id = ?", (note_id,))]
+
+
 def live_chunks(conn: sqlite3.Connection) -> int:
-    return int(conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
+    """Chunks that stand for a note (orphans left out)."""
+    return int(conn.execute("SELECT count(*) FROM chunks WHERE note_id > 0").fetchone()[0])
 
 
 __all__ = [
@@ -174,14 +217,18 @@ __all__ = [
     "MODEL_KEY",
     "NoteChunks",
     "bump",
+    "chunk_places",
     "chunk_vectors",
     "codes_after",
     "collect",
     "counts",
+    "dims",
     "generation",
+    "has_orphans",
     "known_vectors",
     "live_chunks",
     "model_key",
+    "note_chunk_ids",
     "pending",
     "use_model",
     "write",

@@ -63,7 +63,7 @@ class CodeTable:
         self.last = 0
         """The highest chunk id read."""
         self.state: tuple[Any, ...] | None = None
-        """What the table is of: (index file, model, main generation, semantic generation)."""
+        """What the table is of: (index file, main generation, model, semantic generation)."""
         self.lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -74,7 +74,8 @@ class CodeTable:
         with self.lock:
             if state == self.state:
                 return
-            whole = self.state is None or self.state[:2] != state[:2]
+            # Another file or another model: read it whole; else only the chunks written since.
+            whole = self.state is None or (self.state[0], self.state[2]) != (state[0], state[2])
             rows = store.codes_after(conn, 0 if whole else self.last)
             if whole:
                 self._replace(rows)

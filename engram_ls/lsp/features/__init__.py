@@ -151,6 +151,7 @@ def _register_single(server: EngramLanguageServer) -> None:
     feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)(symbols.on_document_symbol)
     feature(search.SEARCH)(search.search)
     feature(search.STATUS)(search.status)
+    feature(search.RELATED)(search.related)
     feature(types.TEXT_DOCUMENT_DID_SAVE)(files.did_save)
     feature(types.WORKSPACE_DID_CREATE_FILES, files.FILE_OPERATIONS)(files.did_create)
     feature(types.WORKSPACE_DID_RENAME_FILES, files.FILE_OPERATIONS)(files.did_rename)

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 SEARCH = "engram/search"
 STATUS = "engram/status"
+RELATED = "engram/related"
 
 
 def _pick_vault(ls: EngramLanguageServer, params: dict[str, Any]) -> VaultSession:
@@ -86,3 +87,33 @@ async def status(ls: EngramLanguageServer, params: Any) -> dict[str, Any]:
             }
         )
     return {"vaults": vaults}
+
+
+async def related(ls: EngramLanguageServer, params: Any) -> dict[str, Any]:
+    """``engram/related`` ``{uri, limit?}``: the note's neighbours in one ranking, by links,
+    backlinks and meaning (``Engram.related_notes``' ``related``), each with its ``uri``,
+    ``reasons``, ``score``, a 0-based ``line`` to open it at and a ``snippet``."""
+    if not isinstance(params, dict) or not isinstance(params.get("uri"), str):
+        raise JsonRpcInvalidParams(
+            message="engram/related needs {uri: the note's URI, limit?: 1-200}",
+            data={"code": "ENGRAM_INVALID_REQUEST"},
+        )
+    await ls.ready()
+    found = ls.vault_for_uri(params["uri"])
+    if found is None:
+        raise JsonRpcInvalidParams(
+            message=f"{params['uri']} is in no workspace folder",
+            data={"code": "ENGRAM_OUTSIDE_VAULT"},
+        )
+    vault, rel = found
+    await vault.settled()
+    limit = params.get("limit", 20)
+    try:
+        out = await ls.run(vault.engram.related_notes, rel, limit if isinstance(limit, int) else 0)
+    except EngramError as exc:
+        raise convert.to_jsonrpc_error(exc) from None
+    results = [
+        {**r, "uri": vault.engram.vault.uri(r["path"]), "line": max(0, int(r["line"]) - 1)}
+        for r in out["related"]
+    ]
+    return {"results": results}

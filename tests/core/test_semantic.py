@@ -1,0 +1,412 @@
+"""Search by meaning in the core, with the real shipped model and a real index."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engram_ls.core.config import EngramConfig, load_config
+from engram_ls.core.errors import UnsupportedMode
+from engram_ls.core.semantic import chunks as chunking
+from engram_ls.core.semantic.model import load_model, model_files
+from engram_ls.core.service import Engram
+
+NOTES = {
+    "bikes/fixing-a-puncture.md": """---
+topics: [bikes, repair]
+created_at: 2024-03-02
+---
+# Fixing a puncture
+
+## Tools
+Tyre levers, a patch kit, some sandpaper and a pump. A spare inner tube saves time by the road.
+
+## Steps
+Take the wheel off the frame, lever one side of the tyre off the rim and pull the inner tube
+out. Pump a little air in and listen for the hiss to find the hole. Roughen the rubber, spread
+the glue, wait a minute and press the patch on. Put the tube back and inflate it.
+""",
+    "kitchen/sourdough.md": """---
+topics: [cooking]
+created_at: 2023-11-20
+---
+# Sourdough loaf
+
+A starter of flour and water, fed daily, raises the dough. Knead, let it prove overnight in the
+fridge, then bake in a hot cast iron pot with the lid on for the first twenty minutes.
+""",
+    "money/taxes.md": """---
+topics: [finance]
+created_at: 2024-04-10
+---
+# Yearly return
+
+Collect the receipts, the salary statements and the bank interest. Deductions for the home office
+and commuting lower what is owed to the revenue service. File before the end of July.
+""",
+    "garden/tomatoes.md": """---
+topics: [garden]
+created_at: 2024-05-01
+---
+# Tomatoes on the balcony
+
+They want six hours of sun, a deep pot and water every evening in summer. Pinch the side shoots.
+""",
+    "travel/packing.md": """---
+topics: [travel]
+created_at: 2022-07-15
+---
+# Packing list
+
+Passport, charger, a light rain jacket, and clothes for a week rolled tightly in the suitcase.
+""",
+}
+
+
+def _write(root: Path, notes: dict[str, str]) -> None:
+    for rel, text in notes.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    root = tmp_path / "vault"
+    _write(root, NOTES)
+    return root
+
+
+def _engram(root: Path, index: Path, config: EngramConfig | None = None) -> Engram:
+    e = Engram(root, index_path=index, config=config)
+    e.open()
+    e.sync()
+    return e
+
+
+@pytest.fixture
+def engram(vault: Path, tmp_path: Path) -> Engram:
+    e = _engram(vault, tmp_path / "index.sqlite")
+    e.embed()
+    yield e
+    e.close()
+
+
+def _paths(res: object) -> list[str]:
+    return [h.path for h in res.results]  # type: ignore[attr-defined]
+
+
+def test_the_default_model_is_wordllama_s_own() -> None:
+    """The vectors equal those of the wordllama package's own loader and embed()."""
+    import logging
+
+    wordllama = pytest.importorskip("wordllama")
+    root_level = logging.getLogger().level
+    try:
+        wl = wordllama.WordLlama.load(
+            cache_dir=os.path.dirname(wordllama.__file__), disable_download=True
+        )
+    finally:
+        logging.getLogger().setLevel(root_level)
+    model = load_model(None)
+    texts = [
+        "how to fix a flat tyre",
+        "Die Steuererklärung 🧾",
+        "東京の天気",
+        "the of and",
+        "x" * 5,
+    ]
+    ours = model.embed(texts)
+    theirs = wl.embed(texts, norm=True)
+    assert model.dims == 256 and model.name == "wordllama/l2_supercat_256"
+    assert np.allclose(ours, theirs, atol=1e-5)
+    assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
+
+
+def test_a_query_is_answered_by_meaning_where_text_finds_nothing(engram: Engram) -> None:
+    query = "how do I repair a flat tire on my bicycle"
+    assert engram.search({"query": query}).total == 0
+    res = engram.search({"query": query, "mode": "semantic", "limit": 3})
+    assert _paths(res)[0] == "bikes/fixing-a-puncture.md"
+    top = res.results[0]
+    assert top.line == 5  # the chunk that matched starts there (its short sections merged)
+    assert "Tyre levers" in top.snippet or "inner tube" in top.snippet
+    for h in res.results:
+        assert math.isfinite(h.score) and 0.0 <= h.score <= 1.0
+    assert [h.score for h in res.results] == sorted((h.score for h in res.results), reverse=True)
+    assert res.index.served_by == "index"
+    hybrid = engram.search({"query": query, "mode": "hybrid", "limit": 3})
+    assert _paths(hybrid)[0] == "bikes/fixing-a-puncture.md"
+    assert all(0.0 <= h.score <= 1.0 for h in hybrid.results)
+
+
+def test_hybrid_keeps_what_the_words_find(engram: Engram) -> None:
+    res = engram.search({"query": "passport", "mode": "hybrid"})
+    assert _paths(res)[0] == "travel/packing.md"
+    assert res.results[0].score == pytest.approx(1.0)  # first in both rankings
+
+
+@pytest.mark.parametrize(
+    ("filters", "allowed"),
+    [
+        pytest.param({"tags": ["garden"]}, {"garden/tomatoes.md"}, id="one-tag"),
+        pytest.param(
+            {"tags": ["-bikes", "-finance"]},
+            set(NOTES) - {"bikes/fixing-a-puncture.md", "money/taxes.md"},
+            id="excluded",
+        ),
+        pytest.param(
+            {"date_from": "2024-01-01"},
+            {"bikes/fixing-a-puncture.md", "money/taxes.md", "garden/tomatoes.md"},
+            id="dates",
+        ),
+        pytest.param({"path": "kitchen"}, {"kitchen/sourdough.md"}, id="folder"),
+        pytest.param({"path": "*/t*.md"}, {"money/taxes.md", "garden/tomatoes.md"}, id="glob"),
+        pytest.param({"tags": ["nosuchtopic"]}, set(), id="no-note"),
+    ],
+)
+@pytest.mark.parametrize("mode", ["semantic", "hybrid"])
+def test_filters_never_leak(engram: Engram, mode: str, filters: dict, allowed: set) -> None:
+    query = "how do I repair a flat tire on my bicycle"
+    res = engram.search({"query": query, "mode": mode, **filters})
+    assert set(_paths(res)) <= allowed
+    if allowed:
+        assert res.results, "a note that passes is found, however far its meaning"
+
+
+def test_an_edit_re_embeds_only_what_changed(vault: Path, tmp_path: Path) -> None:
+    long_note = "# Long\n\n" + "\n\n".join(
+        f"## Part {i}\n" + f"Paragraph {i} about sailing boats and wind. " * 25 for i in range(4)
+    )
+    _write(vault, {"sea/long.md": long_note})
+    e = _engram(vault, tmp_path / "index.sqlite")
+    first = e.embed()
+    assert first.notes == len(NOTES) + 1
+    assert first.embedded == first.chunks
+    n_chunks = len(chunking.chunk_note(e.read_note("sea/long.md")))  # type: ignore[arg-type]
+    assert n_chunks >= 3
+    (vault / "sea/long.md").write_text(long_note.replace("Paragraph 2 about", "Paragraph 2 on"))
+    e.sync()
+    again = e.embed()
+    assert (again.notes, again.embedded, again.reused) == (1, 1, n_chunks - 1)
+    e.close()
+    # A warm start of the unchanged vault embeds nothing, and does not even read a note.
+    e = _engram(vault, tmp_path / "index.sqlite")
+    assert e.embed().notes == 0
+    # A renamed folder keeps its notes' rows: nothing to embed.
+    os.rename(vault / "bikes", vault / "cycling")
+    e.sync()
+    moved = e.embed()
+    assert moved.embedded == 0
+    res = e.search({"query": "repair a flat tire on my bicycle", "mode": "semantic", "limit": 1})
+    assert _paths(res) == ["cycling/fixing-a-puncture.md"]
+    # A full rebuild re-makes the chunks from the vectors it has: no text is embedded again.
+    e.sync(full=True)
+    rebuilt = e.embed()
+    assert rebuilt.notes == len(NOTES) + 1 and rebuilt.embedded == 0
+    e.close()
+
+
+def test_an_edit_is_found_by_the_next_search(engram: Engram, vault: Path) -> None:
+    """A search by meaning embeds a few changed notes before it reads: no waiting."""
+    (vault / "garden/tomatoes.md").write_text(
+        "# Tomatoes\n\nA colony of bees lives in the hive at the end of the garden;"
+        " honey in June.\n"
+    )
+    engram.sync()
+    res = engram.search({"query": "beekeeping and collecting honey", "mode": "semantic"})
+    assert _paths(res)[0] == "garden/tomatoes.md"
+
+
+def test_a_deleted_note_leaves_nothing_behind(engram: Engram, vault: Path) -> None:
+    """Note ids are reused: the next note added must not inherit the deleted note's chunks."""
+    ids = dict(engram.index.conn().execute("SELECT path, id FROM notes").fetchall())
+    last = max(ids, key=ids.get)
+    (vault / last).unlink()
+    engram.sync()
+    _write(vault, {"new/empty-ish.md": "# Shopping\n\nMilk and eggs.\n"})
+    engram.sync()
+    conn = engram.index.conn()
+    new_id = conn.execute("SELECT id FROM notes WHERE path = 'new/empty-ish.md'").fetchone()[0]
+    assert new_id == ids[last]  # the id was given again
+    snippets = [
+        r[0] for r in conn.execute("SELECT snippet FROM chunks WHERE note_id = ?", (new_id,))
+    ]
+    assert all("Milk" in s for s in snippets)
+    engram.embed()
+    assert engram.status().semantic.embedded == len(NOTES)
+
+
+def test_odd_notes_and_queries(vault: Path, tmp_path: Path) -> None:
+    _write(
+        vault,
+        {
+            "odd/empty.md": "",
+            "odd/emoji.md": "# 🚲\n\n🚲🚲🚲 🔧\n",
+            "odd/german.md": "# Fahrrad\n\nWie man einen platten Reifen am Fahrrad flickt.\n",
+            "odd/japanese.md": "# 自転車\n\n自転車のパンクを直す方法。\n",
+            "odd/frontmatter-only.md": "---\ntopics: [x]\n---\n",
+        },
+    )
+    (vault / "odd/huge.md").write_bytes(b"# Huge\n\n" + b"sailing boats and wind. " * 2_200_000)
+    e = _engram(vault, tmp_path / "index.sqlite")
+    report = e.embed()
+    assert report.notes == len(NOTES) + 6
+    conn = e.index.conn()
+    huge = conn.execute(
+        "SELECT count(*) FROM chunks c JOIN notes n ON n.id = c.note_id"
+        " WHERE n.path = 'odd/huge.md'"
+    ).fetchone()[0]
+    assert huge == chunking.MAX_CHUNKS
+    for query in ("🙂🙂", "the of and to", "自転車", "Reifen flicken", "x"):
+        for mode in ("semantic", "hybrid"):
+            res = e.search({"query": query, "mode": mode})
+            assert all(0.0 <= h.score <= 1.0 for h in res.results), (query, mode)
+    assert _paths(e.search({"query": "🚲", "mode": "semantic"}))[0] == "odd/emoji.md"
+    assert e.search({"query": "the of and to", "mode": "semantic"}).total > 0
+    e.close()
+
+
+def test_an_empty_query_with_a_filter_is_a_listing(engram: Engram) -> None:
+    res = engram.search({"query": "", "mode": "semantic", "tags": ["travel"]})
+    assert _paths(res) == ["travel/packing.md"]
+
+
+def test_a_model_that_cannot_load_fails_semantic_only(vault: Path, tmp_path: Path) -> None:
+    (vault / ".engram").mkdir()
+    (vault / ".engram/config.yaml").write_text("semantic:\n  model: models/none-here\n")
+    config, warnings = load_config(vault)
+    assert not warnings
+    e = _engram(vault, tmp_path / "index.sqlite", config)
+    with pytest.raises(UnsupportedMode, match=r"could not be loaded.*model\.safetensors"):
+        e.search({"query": "flat tire", "mode": "semantic"})
+    st = e.status()
+    assert st.semantic.state == "failed" and "model.safetensors" in st.semantic.error
+    assert st.capabilities == {"semantic": False, "model": None, "dims": None}
+    assert e.search({"query": "patch kit"}).total == 1  # the other modes keep working
+    e.close()
+
+
+def test_semantic_turned_off_says_so(vault: Path, tmp_path: Path) -> None:
+    config = EngramConfig.model_validate({"semantic": {"enabled": False}})
+    e = _engram(vault, tmp_path / "index.sqlite", config)
+    with pytest.raises(UnsupportedMode, match=r"semantic\.enabled") as info:
+        e.search({"query": "flat tire", "mode": "hybrid"})
+    assert info.value.code == "ENGRAM_UNSUPPORTED_MODE"
+    assert "pip install 'engram-ls[semantic]'" in info.value.message
+    assert e.status().capabilities["semantic"] is False
+    e.close()
+
+
+def test_a_model2vec_folder_is_read_and_replaces_the_vectors(vault: Path, tmp_path: Path) -> None:
+    """A model2vec folder (``model.safetensors`` with ``embeddings``, ``tokenizer.json``) made
+    from the default model's own numbers gives the same vectors under another key; switching
+    to it re-makes every chunk."""
+    from safetensors.numpy import save_file
+
+    files = model_files(None)
+    default = load_model(None)
+    folder = vault / "models" / "my-static"
+    folder.mkdir(parents=True)
+    save_file({"embeddings": default.table}, str(folder / "model.safetensors"))
+    shutil.copy(files.tokenizer, folder / "tokenizer.json")
+    (folder / "config.json").write_text(json.dumps({"normalize": True}))
+    mine = load_model("models/my-static", vault)
+    assert mine.key != default.key and mine.dims == 256
+    assert np.allclose(mine.embed(["a flat tyre"]), default.embed(["a flat tyre"]), atol=1e-6)
+    index = tmp_path / "index.sqlite"
+    e = _engram(vault, index)
+    e.embed()
+    e.close()
+    config = EngramConfig.model_validate({"semantic": {"model": "models/my-static"}})
+    e = _engram(vault, index, config)
+    report = e.embed()
+    assert report.notes == len(NOTES) and report.embedded > 0  # another model: new vectors
+    res = e.search({"query": "repair a flat tire on my bicycle", "mode": "semantic"})
+    assert _paths(res)[0] == "bikes/fixing-a-puncture.md"
+    assert e.status().semantic.model == "my-static"
+    e.close()
+
+
+_CHILD = """
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from engram_ls.core.service import Engram
+e = Engram(Path(sys.argv[1]), index_path=Path(sys.argv[2]))
+e.open()
+e.sync()
+print("synced", flush=True)
+e.embed(progress=lambda done, total: print(done, total, flush=True))
+print("finished", flush=True)
+"""
+
+
+def _semantic_rows(index: Path) -> tuple[list[tuple], list[tuple], list[tuple]]:
+    import sqlite3
+
+    conn = sqlite3.connect(index)
+    try:
+        chunks = conn.execute(
+            "SELECT n.path, c.line, c.key, c.code, c.snippet FROM chunks c"
+            " JOIN notes n ON n.id = c.note_id ORDER BY n.path, c.id"
+        ).fetchall()
+        vectors = conn.execute(
+            "SELECT DISTINCT c.key, v.vec FROM chunks c JOIN chunk_vectors v ON v.id = c.id"
+            " ORDER BY 1"
+        ).fetchall()
+        embedded = conn.execute(
+            "SELECT n.path, e.hash FROM embedded e JOIN notes n ON n.id = e.note_id ORDER BY 1"
+        ).fetchall()
+    finally:
+        conn.close()
+    return chunks, vectors, embedded
+
+
+@pytest.mark.slow
+def test_sigkill_during_embedding_then_resume_equals_a_fresh_build(
+    generated: Callable[..., Path], tmp_path: Path
+) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    root = generated(2000)
+    index = tmp_path / "killed.sqlite"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _CHILD, str(root), str(index)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    done = 0
+    for line in proc.stdout:
+        parts = line.split()
+        if len(parts) == 2 and parts[0].isdigit():
+            done = int(parts[0])
+            if done >= 256:  # several batches committed, many to go
+                proc.send_signal(signal.SIGKILL)
+                break
+    proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGKILL, "the child was killed while embedding"
+    assert 256 <= done < 2000
+    resumed = Engram(root, index_path=index)
+    resumed.open()
+    resumed.sync()
+    report = resumed.embed()
+    assert 0 < report.notes <= 2000 - done  # it went on from where it was killed
+    resumed.close()
+    fresh_index = tmp_path / "fresh.sqlite"
+    fresh = Engram(root, index_path=fresh_index)
+    fresh.open()
+    fresh.sync()
+    assert fresh.embed().notes == 2000
+    fresh.close()
+    assert _semantic_rows(index) == _semantic_rows(fresh_index)

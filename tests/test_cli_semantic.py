@@ -1,0 +1,63 @@
+"""Search by meaning from the ``engram`` command: ``index`` embeds, ``search --mode semantic``
+and ``hybrid`` answer, an edit on disk is found by meaning at the next search."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from tests.conftest import engram_in_process as engram
+
+
+def _first(proc: object) -> str:
+    data = json.loads(proc.stdout)  # type: ignore[attr-defined]
+    return str(data["results"][0]["path"])
+
+
+def test_index_embeds_and_search_answers_by_meaning(vault_copy: Callable[[str], Path]) -> None:
+    root = vault_copy("example")
+    proc = engram("index", str(root))
+    assert proc.returncode == 0
+    assert "embedded 31 notes" in proc.stdout
+    query = "how to ship a python library"
+    proc = engram("search", "--vault", str(root), "--json", query)
+    assert json.loads(proc.stdout)["total"] == 0  # no note has these words
+    for mode in ("semantic", "hybrid"):
+        proc = engram("search", "--vault", str(root), "--mode", mode, "--json", query)
+        assert proc.returncode == 0, proc.stderr
+        assert _first(proc) == "reference/python-packaging.md"
+    proc = engram("search", "--vault", str(root), "--mode", "semantic", "--no-sync", query)
+    assert proc.returncode == 0 and proc.stdout.startswith("reference/python-packaging.md:")
+    status = json.loads(engram("status", str(root), "--json").stdout)
+    assert status["semantic"]["state"] == "ready"
+    assert status["capabilities"] == {
+        "semantic": True,
+        "model": "wordllama/l2_supercat_256",
+        "dims": 256,
+    }
+    human = engram("status", str(root)).stdout
+    assert "semantic:   ready, 31 of 31 notes embedded" in human
+
+
+def test_an_edit_on_disk_is_found_by_meaning(vault_copy: Callable[[str], Path]) -> None:
+    root = vault_copy("example")
+    assert engram("index", "--no-semantic", str(root)).returncode == 0
+    (root / "inbox/pets.md").write_text(
+        "# Office animals\n\nShould we adopt a puppy or a kitten for the team?\n", "utf-8"
+    )
+    proc = engram(
+        "search", "--vault", str(root), "--mode", "semantic", "--json", "getting a pet dog or cat"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert _first(proc) == "inbox/pets.md"
+
+
+def test_semantic_off_is_a_clear_error(vault_copy: Callable[[str], Path]) -> None:
+    root = vault_copy("example")
+    (root / ".engram").mkdir(exist_ok=True)
+    (root / ".engram/config.yaml").write_text("semantic:\n  enabled: false\n")
+    proc = engram("search", "--vault", str(root), "--mode", "semantic", "anything")
+    assert proc.returncode == 2
+    assert "ENGRAM_UNSUPPORTED_MODE" in proc.stderr and "semantic.enabled" in proc.stderr
+    assert proc.stdout == ""
