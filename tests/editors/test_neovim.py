@@ -84,7 +84,9 @@ def lsp_log(home: Path) -> str:
     return logs[0].read_text(errors="replace")[-4000:] if logs else "(no lsp.log)"
 
 
-def run_e2e(nvim: str, base: Path, mode: str, steps: str) -> dict[str, Any]:
+def run_e2e(
+    nvim: str, base: Path, mode: str, steps: str, init_options: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Run e2e.lua in a fresh copy of the example vault; return its results."""
     base.mkdir(parents=True, exist_ok=True)
     vault = copy_tree(EXAMPLE, base / "vault")
@@ -102,6 +104,7 @@ def run_e2e(nvim: str, base: Path, mode: str, steps: str) -> dict[str, Any]:
         ENGRAM_E2E_OUTSIDE=str(outside),
         ENGRAM_E2E_MODE=mode,
         ENGRAM_E2E_STEPS=steps,
+        ENGRAM_E2E_INIT=json.dumps(init_options) if init_options is not None else "",
     )
     argv = [nvim, "--headless", "-i", "NONE", "-n", "-u", str(SCRIPTS / "e2e.lua")]
     try:
@@ -203,6 +206,113 @@ def test_a_bad_date_is_the_servers_error_at_error_level(e2e: dict[str, Any]) -> 
     assert result["title"] == "e2e-pending"  # the quickfix list was left alone
 
 
+# reference/editor-setup.md line 22 holds "colour"; no note holds "color" or "colou?r" as text.
+COLOUR = {"path": "reference/editor-setup.md", "lnum": 22}
+
+
+def _paths_and_lines(result: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"path": e["path"], "lnum": e["lnum"]} for e in result["entries"]]
+
+
+def test_the_mode_prefix_reaches_the_server(e2e: dict[str, Any]) -> None:
+    """`colou?r` as text finds nothing; as a regex (mode:regex) it finds the one note with
+    "colour", at its line; as a literal it finds nothing, and `colour` as a literal finds it."""
+    modes = step(e2e, "search_mode")
+    assert modes["text"]["paths"] == []
+    assert modes["text"]["title"] == "Engram: colou?r (0 of 0)"
+    assert _paths_and_lines(modes["regex"]) == [COLOUR]
+    assert modes["regex"]["title"] == "Engram: mode:regex colou?r (1 of 1) · regex mode"
+    assert _paths_and_lines(modes["literal"]) == [COLOUR]
+    assert modes["literal_regex"]["paths"] == []
+    for name in ("text", "regex", "literal", "literal_regex"):
+        assert [n for n in modes[name]["notes"] if n["level"] >= 3] == [], name  # no WARN/ERROR
+
+
+def test_the_search_mode_option_and_its_override(e2e: dict[str, Any]) -> None:
+    """setup({ search = { mode = 'regex' } }) makes `colou?r` a regex; `mode:text` wins."""
+    modes = step(e2e, "search_mode")
+    assert _paths_and_lines(modes["setting"]) == [COLOUR]
+    assert modes["setting"]["title"] == "Engram: colou?r (1 of 1) · regex mode"
+    assert modes["override"]["paths"] == []
+    assert modes["override"]["title"] == "Engram: mode:text colou?r (0 of 0)"
+
+
+def test_a_bad_search_mode_option_is_reported(e2e: dict[str, Any]) -> None:
+    assert step(e2e, "search_mode")["problems"] == [
+        "`search.mode` must be one of text, literal, regex, semantic, hybrid"
+    ]
+
+
+def test_mode_names_complete_after_the_prefix(e2e: dict[str, Any]) -> None:
+    assert step(e2e, "search_mode")["completion"] == [
+        "mode:text",
+        "mode:literal",
+        "mode:regex",
+        "mode:semantic",
+        "mode:hybrid",
+    ]
+
+
+def test_semantic_mode_shows_the_servers_answer(e2e: dict[str, Any]) -> None:
+    """Whatever this engram-ls says to a semantic search (asked directly in the same run, once
+    its notes are embedded): its ENGRAM_UNSUPPORTED_MODE error, at WARN with its message (which
+    names what to install) and the quickfix list left alone; or, with the semantic extra
+    installed, the same notes as its own answer."""
+    modes = step(e2e, "search_mode")
+    probe, shown = modes["semantic_probe"], modes["semantic"]
+    assert probe is not None, "the server did not answer a semantic search"
+    err = probe["err"]
+    if err is not None:
+        assert err["data"]["code"] == "ENGRAM_UNSUPPORTED_MODE", err
+        assert [(n["level"], n["msg"]) for n in shown["notes"]] == [
+            (3, f"Engram: {err['message']} (ENGRAM_UNSUPPORTED_MODE)")  # vim.log.levels.WARN
+        ]
+        assert shown["title"] == "e2e-pending"
+    else:  # the server has semantic search: the same notes as its own answer
+        total = probe["total"]
+        assert shown["paths"] == probe["paths"], (shown, modes["semantic_status"])
+        assert shown["title"] == (
+            f"Engram: mode:semantic memory leak ({len(probe['paths'])} of {total}) · semantic mode"
+        )
+        assert [n for n in shown["notes"] if n["level"] >= 3] == []
+
+
+def _answers_related(e2e: dict[str, Any]) -> bool:
+    probe = step(e2e, "related")["probe"]
+    assert probe is not None, "the server did not answer engram/related at all"
+    return bool(probe["code"] != -32601)  # JSON-RPC MethodNotFound
+
+
+def test_related_notes_fill_the_quickfix_list(e2e: dict[str, Any]) -> None:
+    """`:Engram related` on reference/profiling.md: it links to memory-leak-hunt, which links
+    back; indexer-rewrite links to it. Needs a server that answers engram/related."""
+    if not _answers_related(e2e):
+        pytest.skip("this engram-ls does not answer engram/related yet (MethodNotFound)")
+    result = step(e2e, "related")["result"]
+    assert result["title"].startswith("Engram: related to reference/profiling.md (")
+    assert [n for n in result["notes"] if n["level"] >= 3] == []
+    reasons = {e["path"]: set(e["user_data"]["reasons"]) for e in result["entries"]}
+    assert {"link", "backlink"} <= reasons["projects/memory-leak-hunt.md"], result["entries"]
+    assert "backlink" in reasons["projects/indexer-rewrite.md"], result["entries"]
+    assert "reference/profiling.md" not in reasons
+    hunt = next(e for e in result["entries"] if e["path"] == "projects/memory-leak-hunt.md")
+    assert hunt["text"].startswith("Hunting the watcher memory leak [")
+
+
+def test_related_without_server_support_is_an_error_message(e2e: dict[str, Any]) -> None:
+    """A server that does not answer engram/related: `:Engram related` says so at ERROR and
+    leaves the quickfix list alone."""
+    if _answers_related(e2e):
+        pytest.skip("this engram-ls answers engram/related")
+    result = step(e2e, "related")["result"]
+    (note,) = result["notes"]
+    assert note["level"] == 4  # vim.log.levels.ERROR
+    assert note["msg"].startswith(
+        "Engram: related notes: this engram-ls does not answer engram/related"
+    )
+    assert result["title"] == "e2e-pending"
+
+
 def test_search_bang_uses_vim_ui_select(e2e: dict[str, Any]) -> None:
     select = step(e2e, "select")
     assert select["answered"]
@@ -261,6 +371,19 @@ def test_other_ways_to_start(nvim: str, tmp_path: Path, mode: str) -> None:
     assert paths == ["journal/2026-02-14.md", "reference/profiling.md"]
 
 
+def test_a_mode_the_server_refuses_is_a_warning(nvim: str, tmp_path: Path) -> None:
+    """With semantic search turned off (or not installed) the server refuses the mode with
+    ENGRAM_UNSUPPORTED_MODE: its message is shown at WARN and the quickfix list is left alone."""
+    off = {"semantic": {"enabled": False}}
+    results = run_e2e(nvim, tmp_path, "config", "attach", init_options=off)
+    result = step(results, "search_semantic")["result"]
+    ((level, msg),) = [(n["level"], n["msg"]) for n in result["notes"]]
+    assert level == 3  # vim.log.levels.WARN
+    assert msg.startswith("Engram: semantic search is ") and "semantic.enabled" in msg, msg
+    assert msg.endswith(" (ENGRAM_UNSUPPORTED_MODE)"), msg
+    assert result["title"] == "e2e-pending"
+
+
 # -- the query parser ---------------------------------------------------------------------------
 
 QUERIES = [
@@ -296,6 +419,23 @@ QUERIES = [
     pytest.param("# -# after: in:", {"query": "# -# after: in:"}, id="bare-prefixes-are-words"),
     pytest.param("After:2024-01-01", {"query": "After:2024-01-01"}, id="prefixes-are-lower-case"),
     pytest.param("url:x a-#b c#d", {"query": "url:x a-#b c#d"}, id="not-prefixes"),
+    pytest.param("mode:regex colou?r", {"query": "colou?r", "mode": "regex"}, id="mode"),
+    pytest.param(
+        "wal mode:literal #sqlite",
+        {"query": "wal", "tags": ["sqlite"], "mode": "literal"},
+        id="mode-anywhere",
+    ),
+    pytest.param("mode:semantic x mode:hybrid", {"query": "x", "mode": "hybrid"}, id="last-mode"),
+    pytest.param("mode: x", {"query": "mode: x"}, id="bare-mode-is-a-word"),
+    pytest.param("mode:fuzzy x", {"query": "x", "mode": "fuzzy"}, id="unknown-mode-as-typed"),
+    pytest.param("Mode:regex x", {"query": "Mode:regex x"}, id="mode-is-lower-case"),
+    pytest.param('"mode:regex x"', {"query": '"mode:regex x"'}, id="mode-in-a-phrase-is-text"),
+    pytest.param(["leak", "semantic"], {"query": "leak", "mode": "semantic"}, id="default-mode"),
+    pytest.param(["leak", "text"], {"query": "leak"}, id="default-text-not-sent"),
+    pytest.param(
+        ["mode:literal a b", "hybrid"], {"query": "a b", "mode": "literal"}, id="term-beats-default"
+    ),
+    pytest.param(["mode:text leak", "semantic"], {"query": "leak", "mode": "text"}, id="mode-text"),
     pytest.param(
         'memory #python -#draft after:2024-01-01 before:2024-06-30 in:projects "leak hunt"',
         {
@@ -323,9 +463,93 @@ def parsed(nvim: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dic
     )
     assert proc.returncode == 0, proc.stderr
     out = json.loads((base / "out.json").read_text())
-    return {entry["input"]: entry["request"] for entry in out}
+    return {json.dumps(entry["input"]): entry["request"] for entry in out}
 
 
 @pytest.mark.parametrize(("text", "expected"), QUERIES)
-def test_query_parser(parsed: dict[str, dict[str, Any]], text: str, expected: dict) -> None:
-    assert parsed[text] == expected
+def test_query_parser(
+    parsed: dict[str, dict[str, Any]], text: str | list[str], expected: dict[str, Any]
+) -> None:
+    """A query string, or [query, default mode] as `search.mode` passes it."""
+    assert parsed[json.dumps(text)] == expected
+
+
+# -- results as quickfix items ------------------------------------------------------------------
+
+HIT = {
+    "path": "projects/memory-leak-hunt.md",
+    "uri": "file:///vault/projects/memory-leak-hunt.md",
+    "title": "Hunting the watcher memory leak",
+}
+ITEMS = [
+    pytest.param(
+        "related",
+        {
+            **HIT,
+            "score": 0.9,
+            "line": 32,
+            "snippet": "General  profiling\ntips",
+            "reasons": ["link", "backlink"],
+        },
+        {
+            "filename": "/vault/projects/memory-leak-hunt.md",
+            "lnum": 33,
+            "col": 1,
+            "text": "Hunting the watcher memory leak [link, backlink]: General profiling tips",
+            "user_data": {
+                "path": "projects/memory-leak-hunt.md",
+                "reasons": ["link", "backlink"],
+                "score": 0.9,
+            },
+        },
+        id="related-0-based-line",
+    ),
+    pytest.param(
+        "related",
+        {**HIT, "title": "", "score": 0.5, "line": 0, "snippet": "", "reasons": []},
+        {
+            "filename": "/vault/projects/memory-leak-hunt.md",
+            "lnum": 1,
+            "col": 1,
+            "text": "projects/memory-leak-hunt.md",
+            "user_data": {"path": "projects/memory-leak-hunt.md", "reasons": [], "score": 0.5},
+        },
+        id="related-no-title-no-reasons",
+    ),
+    pytest.param(
+        "search",
+        {**HIT, "line": 3, "snippet": "a  b", "created_at": "2024-10-07T00:00:00Z"},
+        {
+            "filename": "/vault/projects/memory-leak-hunt.md",
+            "lnum": 3,
+            "col": 1,
+            "text": "Hunting the watcher memory leak (2024-10-07): a b",
+            "user_data": {"path": "projects/memory-leak-hunt.md"},
+        },
+        id="search-1-based-line",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def items(nvim: str, tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    """Every hit of ITEMS through lua/engram/items.lua in one Neovim run."""
+    base = tmp_path_factory.mktemp("nvim-items")
+    inputs = [{"kind": p.values[0], "hit": p.values[1]} for p in ITEMS]
+    (base / "in.json").write_text(json.dumps(inputs))
+    argv = [nvim, "--clean", "--headless", "-l", str(SCRIPTS / "items.lua")]
+    argv += [str(PLUGIN), str(base / "in.json"), str(base / "out.json")]
+    proc = subprocess.run(
+        argv, env=isolated_env(base / "home"), capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    out: list[dict[str, Any]] = json.loads((base / "out.json").read_text())
+    return out
+
+
+@pytest.mark.parametrize(("kind", "hit", "expected"), ITEMS)
+def test_results_as_quickfix_items(
+    items: list[dict[str, Any]], kind: str, hit: dict[str, Any], expected: dict[str, Any]
+) -> None:
+    index = next(i for i, p in enumerate(ITEMS) if p.values[1] == hit)
+    assert items[index] == expected

@@ -17,10 +17,12 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.editors import needs
+from tests.conftest import EXAMPLE, copy_tree
+from tests.editors import needs, probe
 
 pytestmark = pytest.mark.slow  # a real editor end to end
 
@@ -106,8 +108,13 @@ def test_vsix_contents(vsix: Path) -> None:
         "engram.searchNotes": "Search Notes",
         "engram.reindex": "Reindex",
         "engram.showStatus": "Show Index Status",
+        "engram.relatedNotes": "Related Notes",
     }
-    assert "engram.server.command" in manifest["contributes"]["configuration"]["properties"]
+    properties = manifest["contributes"]["configuration"]["properties"]
+    assert "engram.server.command" in properties
+    mode = properties["engram.search.mode"]
+    assert mode["enum"] == ["text", "literal", "regex", "semantic", "hybrid"]
+    assert mode["default"] == "text"
 
 
 @pytest.fixture(scope="module")
@@ -122,11 +129,9 @@ def chromium() -> str:
     return found
 
 
-def test_end_to_end_in_code_server(chromium: str, vsix: Path) -> None:
-    """Status bar ready with 31 notes, frontmatter topic completion, a tag search that opens a
-    note, a server error shown in the search picker, the status picker's Reindex restarting
-    the server, a missing server command reported with its fix and recovered from on a
-    setting change, and the build's work-done progress (see e2e/run.mjs)."""
+@pytest.fixture(scope="module")
+def e2e(chromium: str, vsix: Path) -> dict[str, Any]:
+    """One run of e2e/run.mjs; its result.json (every check passed, or the test fails here)."""
     cmd = [
         "node",
         "e2e/run.mjs",
@@ -141,19 +146,45 @@ def test_end_to_end_in_code_server(chromium: str, vsix: Path) -> None:
         "--artifacts",
         str(ARTIFACTS),
         "--timeout",
-        "150",
+        "240",
     ]
-    done = _run(cmd, timeout=180)
+    done = _run(cmd, timeout=270)
     print(done.stdout)
     print(f"end-to-end screenshots and logs: {ARTIFACTS}")
     result_file = ARTIFACTS / "result.json"
     assert result_file.exists(), f"no result.json (exit {done.returncode}):\n{done.stdout[-4000:]}"
-    result = json.loads(result_file.read_text())
+    result: dict[str, Any] = json.loads(result_file.read_text())
     assert result["ok"] and done.returncode == 0, (
         "end-to-end checks failed:\n  "
         + "\n  ".join(result["errors"])
         + f"\nscreenshots and logs: {ARTIFACTS}\n{done.stdout[-3000:]}"
     )
+    return result
+
+
+@pytest.fixture(scope="module")
+def server_says(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """What this engram-ls answers to a semantic search and to engram/related, asked directly
+    (the editor must show the same)."""
+    vault = copy_tree(EXAMPLE, tmp_path_factory.mktemp("probe") / "vault")
+    note = (vault / "reference" / "profiling.md").resolve().as_uri()
+    semantic, related = probe.ask(
+        [_engram_ls()],
+        vault,
+        [
+            ("engram/search", {"query": "memory leak", "mode": "semantic", "limit": 50}),
+            ("engram/related", {"uri": note}),
+        ],
+    )
+    return {"semantic": semantic, "related": related}
+
+
+def test_end_to_end_in_code_server(e2e: dict[str, Any]) -> None:
+    """Status bar ready with 31 notes, frontmatter topic completion, a tag search that opens a
+    note, a server error shown in the search picker, the status picker's Reindex restarting
+    the server, a missing server command reported with its fix and recovered from on a
+    setting change, and the build's work-done progress (see e2e/run.mjs)."""
+    result = e2e
     assert result["checks"]["statusBar"]["notes"] == 31
     assert any("sqlite" in item for item in result["checks"]["completion"]["items"])
     assert len(result["checks"]["search"]["rows"]) == 5
@@ -162,3 +193,93 @@ def test_end_to_end_in_code_server(chromium: str, vsix: Path) -> None:
     assert reindex["serverPidAfter"] != reindex["serverPidBefore"]
     assert "engram.server.command" in result["checks"]["settingsRestart"]["message"]
     assert result["checks"]["progress"]
+
+
+def test_search_modes_in_code_server(e2e: dict[str, Any]) -> None:
+    """`colou?r` finds nothing as text and as a literal, and only "Editor setup" (the note with
+    "colour") as a regex: the mode button cycles text → literal → regex, a `mode:` term
+    overrides it, and engram.search.mode applies to the next picker without a restart."""
+    modes = e2e["checks"]["modes"]
+    assert modes["opened"] == "Engram: Search Notes · text mode"
+    assert modes["text"]["title"] == "Engram: no notes match · text mode"
+    assert modes["literalButton"] == "Engram: no notes match · literal mode"
+    assert modes["regexButton"]["title"] == "Engram: 1 note · regex mode"
+    assert [r.split(",")[0] for r in modes["regexButton"]["rows"]] == ["Editor setup"]
+    assert modes["override"]["title"] == "Engram: no notes match · text mode"
+    assert modes["literal"]["title"] == "Engram: 1 note · literal mode"
+    assert modes["setting"]["title"] == "Engram: 1 note · regex mode"
+    assert modes["setting"]["serverPidsBefore"] == modes["setting"]["serverPidsAfter"]
+
+
+def test_semantic_mode_shows_the_servers_answer(
+    e2e: dict[str, Any], server_says: dict[str, Any]
+) -> None:
+    """The server's ENGRAM_UNSUPPORTED_MODE error (its message names what to install) in the
+    picker's title and row; or, with the semantic extra installed, the same notes as the
+    server's own answer on another copy of the vault (asked once its notes are embedded)."""
+    shown = e2e["checks"]["modes"]["semantic"]
+    answer = server_says["semantic"]
+    if "error" in answer:
+        error = answer["error"]
+        assert error["data"]["code"] == "ENGRAM_UNSUPPORTED_MODE", error
+        text = f"{error['message']} [ENGRAM_UNSUPPORTED_MODE]"
+        assert shown["title"] == f"Engram: {text} · semantic mode"
+        assert len(shown["rows"]) == 1 and text in shown["rows"][0], shown["rows"]
+    else:  # the server has semantic search: the same notes as its own answer
+        total, hits = answer["result"]["total"], answer["result"]["results"]
+        if total == 0:
+            assert shown["title"] == "Engram: no notes match · semantic mode"
+            assert shown["rows"] == ["No notes match"]
+        else:
+            count = f"{len(hits)}" if len(hits) == total else f"{len(hits)} of {total}"
+            plural = "" if total == 1 else "s"
+            assert shown["title"] == f"Engram: {count} note{plural} · semantic mode"
+            # The list is virtual: only the rows on screen are in the page, in the server's order.
+            rows = shown["rows"]
+            assert 0 < len(rows) <= len(hits), rows
+            for row, hit in zip(rows, hits, strict=False):
+                assert row.startswith(f"{hit['title']}, {hit['path']}"), (row, hit)
+
+
+def test_a_refused_mode_is_shown_in_the_picker(e2e: dict[str, Any]) -> None:
+    """With semantic search turned off (engram.settings), as without the semantic extra, the
+    server's ENGRAM_UNSUPPORTED_MODE message is the picker's title and its one row."""
+    refused = e2e["checks"]["modeRefused"]
+    assert refused["title"].startswith("Engram: semantic search is ")
+    assert "semantic.enabled" in refused["title"]
+    assert refused["title"].endswith(" [ENGRAM_UNSUPPORTED_MODE] · semantic mode")
+    message = refused["title"].removeprefix("Engram: ").removesuffix(" · semantic mode")
+    assert refused["rows"] == [f"warning  {message}"]
+
+
+def test_related_notes_in_code_server(e2e: dict[str, Any], server_says: dict[str, Any]) -> None:
+    """The command "Engram: Related Notes" on reference/profiling.md lists memory-leak-hunt
+    (it links there and is linked from there) and indexer-rewrite (it links here), and opens
+    the chosen one. Needs a server that answers engram/related."""
+    if server_says["related"].get("error", {}).get("code") == probe.METHOD_NOT_FOUND:
+        pytest.skip("this engram-ls does not answer engram/related yet (MethodNotFound)")
+    related = e2e["checks"]["related"]
+    assert "rows" in related, related
+    assert related["title"].startswith("Engram: ")
+    assert related["title"].endswith(" related to reference/profiling.md")
+    hunt = [r["text"] for r in related["rows"] if r["aria"].startswith("Hunting the watcher")]
+    assert len(hunt) == 1, related["rows"]
+    assert "linked from this note" in hunt[0] and "links here" in hunt[0], hunt
+    assert any(
+        r["aria"].startswith("Indexer rewrite") and "links here" in r["text"]
+        for r in related["rows"]
+    ), related["rows"]
+    assert "memory-leak-hunt" in related["opened"]
+
+
+def test_related_without_server_support_in_code_server(
+    e2e: dict[str, Any], server_says: dict[str, Any]
+) -> None:
+    """A server without engram/related: the command shows an error message that says so."""
+    if server_says["related"].get("error", {}).get("code") != probe.METHOD_NOT_FOUND:
+        pytest.skip("this engram-ls answers engram/related")
+    related = e2e["checks"]["related"]
+    assert "rows" not in related, related
+    assert related["error"].startswith(
+        "Engram: related notes: this engram-ls does not answer engram/related"
+    ), related

@@ -10,7 +10,7 @@ vim.api.nvim_create_user_command('Engram', function(opts)
 end, {
   nargs = '+',
   bang = true,
-  desc = 'Engram: search {query} | reindex | status',
+  desc = 'Engram: search {query} | related | reindex | status',
   complete = function(arglead, cmdline)
     return require('engram.commands').complete(arglead, cmdline)
   end,

@@ -12,11 +12,16 @@
 //   1. the status bar shows the index as ready with the vault's note count;
 //   2. frontmatter topic completion offers a vault topic;
 //   3. "Engram: Search Notes" lists the notes of a tag + date filter, shows a server error
-//      in the picker, and opens the chosen note.
+//      in the picker, and opens the chosen note; the picker's mode button and `mode:` terms
+//      change what the server answers (`colou?r` as text, literal and regex), a semantic
+//      search shows the server's answer, and `engram.search.mode` applies without a restart;
+//   3b. "Engram: Related Notes" on a note lists its related notes (or the server's error);
 //   4. "Engram: Show Index Status" lists the vault; its Reindex restarts engram-ls (new pid);
 //   5. a workspace setting naming a missing server command restarts the client, shows the
 //      error with its fix and "not running"; removing it brings the server back to ready;
-//   6. the build's work-done progress reached the extension (its log has begin and end).
+//   6. with semantic search turned off (engram.settings), a semantic search shows the
+//      server's ENGRAM_UNSUPPORTED_MODE message in the picker;
+//   7. the build's work-done progress reached the extension (its log has begin and end).
 // Writes result.json and screenshots into the artifacts folder; exit status 0 when all pass.
 // Every process it starts is killed (by process group) before it exits.
 
@@ -318,6 +323,159 @@ async function checkSearch(page) {
   await shot(page, '05-search-opened');
 }
 
+/** The picker's title once it ends with `suffix` (a regex source) and the picker is idle. */
+async function pickerTitle(page, pattern, what) {
+  return waitFor(
+    what,
+    async () => {
+      const title = await page.locator('.quick-input-widget .quick-input-title').innerText();
+      return new RegExp(pattern).test(title) ? title : undefined;
+    },
+    20000,
+  );
+}
+
+/** Type a query into the open search picker; wait for a title matching `pattern`. */
+async function searchFor(page, value, pattern) {
+  await page.locator('.quick-input-widget .quick-input-box input').fill(value);
+  const title = await pickerTitle(page, pattern, `the picker's title to match /${pattern}/ for "${value}"`);
+  return { value, title, rows: await quickPickRows(page) };
+}
+
+function clickModeButton(page) {
+  return page
+    .locator('.quick-input-widget .quick-input-titlebar')
+    .locator('[aria-label^="Search mode"], [title^="Search mode"]')
+    .first()
+    .click();
+}
+
+// reference/editor-setup.md (title "Editor setup") is the one note with "colour".
+const COLOUR_TITLE = 'Editor setup';
+
+async function checkSearchModes(page, vault) {
+  const modes = {};
+  await runCommand(page, 'Engram: Search Notes');
+  modes.opened = await pickerTitle(page, '^Engram: Search Notes · text mode$', 'the picker in text mode');
+  modes.text = await searchFor(page, 'colou?r', '^Engram: no notes match · text mode$');
+  await clickModeButton(page);
+  modes.literalButton = await pickerTitle(page, '^Engram: no notes match · literal mode$', 'literal mode after one click');
+  await clickModeButton(page);
+  const regexTitle = await pickerTitle(page, '^Engram: 1 note · regex mode$', 'regex mode after two clicks');
+  modes.regexButton = { title: regexTitle, rows: await quickPickRows(page) };
+  await shot(page, '05b-search-regex-mode');
+  // A term overrides the picker's mode (regex now).
+  modes.override = await searchFor(page, 'mode:text colou?r', '^Engram: no notes match · text mode$');
+  modes.literal = await searchFor(page, 'mode:literal colour', '^Engram: 1 note · literal mode$');
+  // Semantic: whatever the server answers (its error, or results), shown in the picker.
+  modes.semantic = await searchFor(page, 'mode:semantic memory leak', '· semantic mode$');
+  await shot(page, '05c-search-semantic');
+  await page.keyboard.press('Escape');
+
+  // engram.search.mode, changed in the workspace settings: the next picker starts in it, and
+  // the server is not restarted.
+  const pidsBefore = serverPids();
+  const dir = path.join(vault, '.vscode');
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(path.join(dir, 'settings.json'), JSON.stringify({ 'engram.search.mode': 'regex' }, null, 2));
+  modes.setting = await waitFor(
+    'a new picker to start in regex mode after the setting changed',
+    async () => {
+      await runCommand(page, 'Engram: Search Notes');
+      try {
+        await pickerTitle(page, '· regex mode$', 'regex mode');
+        return await searchFor(page, 'colou?r', '^Engram: 1 note · regex mode$');
+      } catch {
+        await page.keyboard.press('Escape');
+        return undefined;
+      }
+    },
+    30000,
+    500,
+  );
+  await page.keyboard.press('Escape');
+  fs.rmSync(dir, { recursive: true, force: true });
+  modes.setting.serverPidsBefore = pidsBefore;
+  modes.setting.serverPidsAfter = serverPids();
+  result.checks.modes = modes;
+  log(`search modes: ${JSON.stringify(modes)}`);
+  const colour = (rows) => rows.length === 1 && rows[0].startsWith(COLOUR_TITLE);
+  if (!colour(modes.regexButton.rows) || !colour(modes.literal.rows) || !colour(modes.setting.rows)) {
+    throw new Error(`expected only "${COLOUR_TITLE}" for the regex and the literal: ${JSON.stringify(modes)}`);
+  }
+  if (pidsBefore.join() !== modes.setting.serverPidsAfter.join()) {
+    throw new Error(`engram.search.mode restarted the server: ${pidsBefore} -> ${modes.setting.serverPidsAfter}`);
+  }
+  // Leave the picker's default as it was before the next checks (the file is gone).
+  await waitFor(
+    'a new picker to start in text mode again',
+    async () => {
+      await runCommand(page, 'Engram: Search Notes');
+      const title = await page.locator('.quick-input-widget .quick-input-title').innerText();
+      await page.keyboard.press('Escape');
+      return / · text mode$/.test(title);
+    },
+    30000,
+    500,
+  );
+}
+
+async function checkRelated(page) {
+  // The mode button clicks left the mouse over the title bar (a hover there takes keys).
+  await page.mouse.move(700, 600);
+  const tab = page.locator('.tabs-container .tab', { hasText: 'profiling.md' }).first();
+  if ((await tab.count()) > 0) {
+    await tab.click();
+    await page.locator('.tabs-container .tab.active', { hasText: 'profiling.md' }).waitFor({ timeout: 10000 });
+  } else {
+    await openFile(page, 'reference/profiling.md');
+  }
+  await runCommand(page, 'Engram: Related Notes');
+  const related = await waitFor(
+    'the related notes picker or an error message',
+    async () => {
+      const toasts = await page.locator('.notifications-toasts .notification-toast').allInnerTexts();
+      const error = toasts.find((t) => /Engram: related notes/.test(t));
+      if (error) {
+        return { error: error.replace(/\s+/g, ' ').trim() };
+      }
+      const title = await page.locator('.quick-input-widget .quick-input-title').innerText().catch(() => '');
+      if (/^Engram: \d+ notes? related to /.test(title)) {
+        const rows = await page
+          .locator('.quick-input-widget .quick-input-list .monaco-list-row')
+          .evaluateAll((els) => els.map((row) => ({ aria: row.getAttribute('aria-label') ?? '', text: row.textContent ?? '' })));
+        return { title, rows };
+      }
+      return undefined;
+    },
+    20000,
+  );
+  await shot(page, '05d-related');
+  result.checks.related = related;
+  log(`related: ${JSON.stringify(related)}`);
+  if (related.rows) {
+    const hunt = related.rows.findIndex((r) => r.aria.startsWith('Hunting the watcher memory leak'));
+    if (hunt >= 0) {
+      // Open it: the note becomes the active editor.
+      await page.locator('.quick-input-widget .quick-input-box input').fill('Hunting');
+      await page.keyboard.press('Enter');
+      related.opened = (
+        await waitFor(
+          'the chosen related note to open',
+          async () => {
+            const active = await page.locator('.tabs-container .tab.active').first().innerText();
+            return /memory-leak-hunt/.test(active) ? active : undefined;
+          },
+          10000,
+        )
+      ).trim();
+    }
+    await page.keyboard.press('Escape');
+  } else {
+    // Close the error toast so it does not hide later checks.
+    await page.keyboard.press('Escape');
+  }
+}
 
 /** The pids of engram-ls processes started under code-server (its session: spawned detached). */
 function serverPids() {
@@ -395,6 +553,30 @@ async function checkSettingsRestart(page, vault) {
   result.checks.settingsRestart = { message: message.replace(/\s+/g, ' ').trim(), failedStatus: failed, statusBar: text };
   log(`settings restart: "${result.checks.settingsRestart.message.slice(0, 120)}…"; then ${text}`);
   await page.keyboard.press('Escape');
+}
+
+async function checkModeRefused(page, vault) {
+  // engram.settings turns semantic search off: the server (restarted for it) refuses the mode
+  // with ENGRAM_UNSUPPORTED_MODE, as it does without the semantic extra.
+  const dir = path.join(vault, '.vscode');
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(
+    path.join(dir, 'settings.json'),
+    JSON.stringify({ 'engram.settings': { semantic: { enabled: false } } }, null, 2),
+  );
+  const before = serverPids();
+  await waitFor('a new engram-ls for the changed engram.settings', () => {
+    const pids = serverPids();
+    return pids.length === 1 && pids[0] !== before[0];
+  }, 30000);
+  await waitReady(page, 'the status bar to show ready with semantic search off');
+  await runCommand(page, 'Engram: Search Notes');
+  const refused = await searchFor(page, 'mode:semantic memory leak', 'ENGRAM_UNSUPPORTED_MODE\\] · semantic mode$');
+  await shot(page, '08-semantic-refused');
+  await page.keyboard.press('Escape');
+  fs.rmSync(dir, { recursive: true, force: true });
+  result.checks.modeRefused = refused;
+  log(`mode refused: ${JSON.stringify(refused)}`);
 }
 
 function findFile(dir, name) {
@@ -500,8 +682,11 @@ async function main() {
       ['status bar', checkStatusBar],
       ['frontmatter completion', checkCompletion],
       ['search notes', checkSearch],
+      ['search modes', (p) => checkSearchModes(p, vault)],
+      ['related notes', checkRelated],
       ['index status and reindex', checkStatusAndReindex],
       ['restart on setting change', (p) => checkSettingsRestart(p, vault)],
+      ['a refused mode in the picker', (p) => checkModeRefused(p, vault)],
     ]) {
       try {
         await check(page);

@@ -11,12 +11,14 @@ export const Commands = {
   searchNotes: 'engram.searchNotes',
   reindex: 'engram.reindex',
   showStatus: 'engram.showStatus',
+  relatedNotes: 'engram.relatedNotes',
 } as const;
 
 /** Custom requests of engram-ls (docs/lsp.md). */
 export const Methods = {
   search: 'engram/search',
   status: 'engram/status',
+  related: 'engram/related',
 } as const;
 
 /** The default server program, looked up on PATH. */

@@ -2,6 +2,7 @@
 import * as vscode from 'vscode';
 import { Commands, CONFIG_SECTION, OUTPUT_CHANNEL } from './constants';
 import { describeVaults } from './indexState';
+import { relatedNotes } from './related';
 import { searchNotes } from './search';
 import { ServerSession } from './session';
 import { type EngramSettings, readSettings, RESTART_KEYS } from './settings';
@@ -38,6 +39,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand(Commands.searchNotes, (initial?: unknown) =>
       searchNotes(() => current.client, () => settings, typeof initial === 'string' ? initial : undefined),
     ),
+    vscode.commands.registerCommand(Commands.relatedNotes, () => relatedNotes(() => current.client)),
     vscode.commands.registerCommand(Commands.reindex, reindex),
     vscode.commands.registerCommand(Commands.showStatus, () =>
       showIndexStatus(current, output, reindex, describeVaults),

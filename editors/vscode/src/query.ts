@@ -11,14 +11,35 @@
  * | `after:DATE`      | `date_from` (last one wins)               |
  * | `before:DATE`     | `date_to` (last one wins)                 |
  * | `in:folder`       | `path` (last one wins)                    |
+ * | `mode:NAME`       | `mode` (last one wins)                    |
  * | `"a phrase"`      | kept in `query` with its quotes           |
  * | anything else     | a word of `query`                         |
  *
  * `query` is the phrases and words joined by single spaces. A prefix with nothing after it
- * (`#`, `-#`, `after:`) is an ordinary word. Values are passed on as typed: the server checks
- * dates and paths and answers a bad one with an error. An unclosed `"` runs to the end of
- * the input and is kept as typed.
+ * (`#`, `-#`, `after:`, `mode:`) is an ordinary word. Values are passed on as typed: the server
+ * checks dates, paths and mode names and answers a bad one with an error. An unclosed `"` runs
+ * to the end of the input and is kept as typed.
+ *
+ * `mode` is one of SEARCH_MODES; the picker has a default mode (a setting, or its mode button)
+ * that a `mode:NAME` term overrides. `toSearchParams` sends `mode` only when a term gave it or
+ * the default is not `text`, the server's own default.
  */
+
+/** The modes of `engram/search`, in the order the picker's mode button cycles through them. */
+export const SEARCH_MODES = ['text', 'literal', 'regex', 'semantic', 'hybrid'] as const;
+export type SearchMode = (typeof SEARCH_MODES)[number];
+
+/** The server's mode when a request names none. */
+export const DEFAULT_MODE: SearchMode = 'text';
+
+export function isSearchMode(value: unknown): value is SearchMode {
+  return typeof value === 'string' && (SEARCH_MODES as readonly string[]).includes(value);
+}
+
+/** The mode after `mode` in SEARCH_MODES (after the last, the first). */
+export function nextMode(mode: SearchMode): SearchMode {
+  return SEARCH_MODES[(SEARCH_MODES.indexOf(mode) + 1) % SEARCH_MODES.length];
+}
 
 export interface ParsedQuery {
   query: string;
@@ -26,6 +47,8 @@ export interface ParsedQuery {
   date_from?: string;
   date_to?: string;
   path?: string;
+  /** As typed after `mode:` (the server rejects a name it does not know). */
+  mode?: string;
 }
 
 /** The `engram/search` params for a parsed query (only the fields that were given). */
@@ -35,6 +58,7 @@ export interface SearchParams {
   date_from?: string;
   date_to?: string;
   path?: string;
+  mode?: string;
   limit?: number;
   uri?: string;
 }
@@ -65,10 +89,11 @@ export function tokenize(input: string): string[] {
   return terms;
 }
 
-const FILTERS: ReadonlyArray<[prefix: string, field: 'date_from' | 'date_to' | 'path']> = [
+const FILTERS: ReadonlyArray<[prefix: string, field: 'date_from' | 'date_to' | 'path' | 'mode']> = [
   ['after:', 'date_from'],
   ['before:', 'date_to'],
   ['in:', 'path'],
+  ['mode:', 'mode'],
 ];
 
 export function parseQuery(input: string): ParsedQuery {
@@ -98,7 +123,8 @@ export function parseQuery(input: string): ParsedQuery {
   return parsed;
 }
 
-/** Whether the parsed query asks for anything (a search needs text or a filter). */
+/** Whether the parsed query asks for anything (a search needs text or a filter; a mode alone
+ * is neither). */
 export function isEmptyQuery(parsed: ParsedQuery): boolean {
   return (
     parsed.query === '' &&
@@ -109,7 +135,16 @@ export function isEmptyQuery(parsed: ParsedQuery): boolean {
   );
 }
 
-export function toSearchParams(parsed: ParsedQuery, limit?: number): SearchParams {
+/** The mode a search runs in: the query's `mode:` term, else the picker's default. */
+export function effectiveMode(parsed: ParsedQuery, defaultMode: SearchMode = DEFAULT_MODE): string {
+  return parsed.mode ?? defaultMode;
+}
+
+export function toSearchParams(
+  parsed: ParsedQuery,
+  limit?: number,
+  defaultMode: SearchMode = DEFAULT_MODE,
+): SearchParams {
   const params: SearchParams = { query: parsed.query };
   if (parsed.tags.length > 0) {
     params.tags = [...parsed.tags];
@@ -123,6 +158,9 @@ export function toSearchParams(parsed: ParsedQuery, limit?: number): SearchParam
   if (parsed.path !== undefined) {
     params.path = parsed.path;
   }
+  if (parsed.mode !== undefined || defaultMode !== DEFAULT_MODE) {
+    params.mode = effectiveMode(parsed, defaultMode);
+  }
   if (limit !== undefined) {
     params.limit = limit;
   }
@@ -130,4 +168,5 @@ export function toSearchParams(parsed: ParsedQuery, limit?: number): SearchParam
 }
 
 /** Shown when the input is empty. */
-export const QUERY_HELP = 'words, "a phrase", #topic, -#topic, after:2024-01-01, before:2024-12-31, in:folder';
+export const QUERY_HELP =
+  'words, "a phrase", #topic, -#topic, after:2024-01-01, before:2024-12-31, in:folder, mode:regex';

@@ -1,12 +1,25 @@
 /**
  * "Engram: Search Notes": a QuickPick that sends `engram/search` as the user types (parsed by
  * query.ts), lists the hits and opens the chosen note at its line. Server errors (JSON-RPC
- * -32602 with `data.code`) are shown in the picker instead of thrown.
+ * errors with `data.code`, e.g. ENGRAM_INVALID_REQUEST for a bad date or
+ * ENGRAM_UNSUPPORTED_MODE for a mode this installation lacks) are shown in the picker instead
+ * of thrown. The picker starts in the mode of `engram.search.mode`; its mode button cycles the
+ * mode for this picker, and a `mode:NAME` term in the query overrides both.
  */
 import * as vscode from 'vscode';
-import { type LanguageClient, ResponseError } from 'vscode-languageclient/node';
+import type { LanguageClient } from 'vscode-languageclient/node';
 import { Methods } from './constants';
-import { isEmptyQuery, parseQuery, QUERY_HELP, type SearchParams, toSearchParams } from './query';
+import { errorCode, errorText } from './errors';
+import {
+  effectiveMode,
+  isEmptyQuery,
+  nextMode,
+  parseQuery,
+  QUERY_HELP,
+  type SearchMode,
+  type SearchParams,
+  toSearchParams,
+} from './query';
 import type { EngramSettings } from './settings';
 
 interface LspRange {
@@ -38,16 +51,14 @@ interface HitItem extends vscode.QuickPickItem {
   hit?: SearchHit;
 }
 
-const PLACEHOLDER = `Search notes: ${QUERY_HELP}`;
+const placeholder = (mode: SearchMode) => `Search notes (${mode} mode): ${QUERY_HELP}`;
 
-/** "message [CODE]" for a JSON-RPC error from the server; anything else as text. */
-export function errorText(error: unknown): string {
-  if (error instanceof ResponseError) {
-    const data = error.data as { code?: unknown } | undefined;
-    const code = data && typeof data.code === 'string' ? ` [${data.code}]` : '';
-    return `${error.message}${code}`;
-  }
-  return error instanceof Error ? error.message : String(error);
+/** The mode button: its tooltip says the mode now and the one a click switches to. */
+function modeButton(mode: SearchMode): vscode.QuickInputButton {
+  return {
+    iconPath: new vscode.ThemeIcon('arrow-swap'),
+    tooltip: `Search mode: ${mode} (click for ${nextMode(mode)})`,
+  };
 }
 
 function toItem(hit: SearchHit, folderName: string | undefined): HitItem {
@@ -78,7 +89,7 @@ async function runSearch(
   client: LanguageClient,
   params: SearchParams,
   token: vscode.CancellationToken,
-): Promise<{ items: HitItem[]; total: number; truncated: boolean; servedBy: Set<string> }> {
+): Promise<{ items: HitItem[]; total: number; truncated: boolean; building: boolean }> {
   const folders = vscode.workspace.workspaceFolders ?? [];
   const targets = folders.length > 1 ? folders : [undefined];
   const answers = await Promise.all(
@@ -89,18 +100,18 @@ async function runSearch(
     }),
   );
   const items: HitItem[] = [];
-  const servedBy = new Set<string>();
+  let building = false;
   let total = 0;
   let truncated = false;
   for (const { folder, result } of answers) {
     total += result.total;
     truncated ||= result.truncated;
-    if (result.index?.served_by) {
-      servedBy.add(result.index.served_by);
-    }
+    // A literal or regex query the index cannot narrow is also served by a scan of the files,
+    // with the index ready: only a scan while the index is not ready means "being built".
+    building ||= result.index?.served_by === 'scan' && result.index.state !== 'ready';
     items.push(...result.results.map((hit) => toItem(hit, folder?.name)));
   }
-  return { items, total, truncated, servedBy };
+  return { items, total, truncated, building };
 }
 
 export async function searchNotes(
@@ -109,17 +120,24 @@ export async function searchNotes(
   initialQuery?: string,
 ): Promise<void> {
   const picker = vscode.window.createQuickPick<HitItem>();
-  picker.title = 'Engram: Search Notes';
-  picker.placeholder = PLACEHOLDER;
+  // This picker's mode: the setting's, until the mode button changes it.
+  let mode: SearchMode = getSettings().searchMode;
+  // Every title names the mode the shown results (or error) came from.
+  const setTitle = (text: string, shownMode: string = mode) => {
+    picker.title = `${text} · ${shownMode} mode`;
+  };
+  setTitle('Engram: Search Notes');
+  picker.placeholder = placeholder(mode);
+  picker.buttons = [modeButton(mode)];
   picker.matchOnDescription = false;
   picker.matchOnDetail = false;
   let pending: vscode.CancellationTokenSource | undefined;
   let timer: NodeJS.Timeout | undefined;
   let generation = 0;
 
-  const showMessage = (label: string, title: string) => {
+  const showMessage = (label: string, title: string, shownMode?: string) => {
     picker.items = [{ label, alwaysShow: true }];
-    picker.title = title;
+    setTitle(title, shownMode);
   };
 
   const query = async (value: string, seq: number) => {
@@ -127,9 +145,10 @@ export async function searchNotes(
     pending?.dispose();
     pending = undefined;
     const parsed = parseQuery(value);
+    const shownMode = effectiveMode(parsed, mode);
     if (isEmptyQuery(parsed)) {
       picker.items = [];
-      picker.title = 'Engram: Search Notes';
+      setTitle('Engram: Search Notes', shownMode);
       picker.busy = false;
       return;
     }
@@ -142,23 +161,29 @@ export async function searchNotes(
     pending = source;
     picker.busy = true;
     try {
-      const found = await runSearch(client, toSearchParams(parsed, getSettings().searchLimit), source.token);
+      const params = toSearchParams(parsed, getSettings().searchLimit, mode);
+      const found = await runSearch(client, params, source.token);
       if (seq !== generation) {
         return;
       }
-      const scan = found.servedBy.has('scan') ? ' (read from the files: the index is being built)' : '';
+      const scan = found.building ? ' (read from the files: the index is being built)' : '';
       const shown = found.items.length;
-      picker.title =
+      setTitle(
         shown === 0
           ? `Engram: no notes match${scan}`
-          : `Engram: ${shown === found.total ? shown : `${shown} of ${found.total}`} note${found.total === 1 ? '' : 's'}${scan}`;
+          : `Engram: ${shown === found.total ? shown : `${shown} of ${found.total}`} note${found.total === 1 ? '' : 's'}${scan}`,
+        shownMode,
+      );
       picker.items = shown === 0 ? [{ label: 'No notes match', alwaysShow: true }] : found.items;
     } catch (error) {
       if (seq !== generation || source.token.isCancellationRequested) {
         return;
       }
       const text = errorText(error);
-      showMessage(`$(error) ${text}`, `Engram: ${text}`);
+      // A mode this installation lacks is a missing feature (its message names the install
+      // command), not a mistake in the query.
+      const icon = errorCode(error) === 'ENGRAM_UNSUPPORTED_MODE' ? '$(warning)' : '$(error)';
+      showMessage(`${icon} ${text}`, `Engram: ${text}`, shownMode);
     } finally {
       if (seq === generation) {
         picker.busy = false;
@@ -181,6 +206,12 @@ export async function searchNotes(
 
   const disposables: vscode.Disposable[] = [
     picker.onDidChangeValue((value) => schedule(value, getSettings().debounceMs)),
+    picker.onDidTriggerButton(() => {
+      mode = nextMode(mode);
+      picker.buttons = [modeButton(mode)];
+      picker.placeholder = placeholder(mode);
+      schedule(picker.value, 0);
+    }),
     picker.onDidAccept(() => {
       const hit = picker.selectedItems[0]?.hit;
       if (hit) {

@@ -6,6 +6,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { DEFAULT_SERVER, SERVER_MODULE } from './constants';
+import { DEFAULT_MODE, isSearchMode, SEARCH_MODES, type SearchMode } from './query';
 
 export const LOG_LEVELS = ['DEBUG', 'INFO', 'WARNING', 'ERROR'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -20,6 +21,8 @@ export interface EngramSettings {
   serverSettings: Record<string, unknown>;
   searchLimit: number;
   debounceMs: number;
+  /** `engram.search.mode`: the picker's mode when the query has no `mode:` term. */
+  searchMode: SearchMode;
 }
 
 export const DEFAULTS: EngramSettings = {
@@ -29,6 +32,7 @@ export const DEFAULTS: EngramSettings = {
   serverSettings: {},
   searchLimit: 50,
   debounceMs: 150,
+  searchMode: DEFAULT_MODE,
 };
 
 /** Keys (relative to `engram.`) whose change needs a new server process. */
@@ -90,6 +94,13 @@ export function readSettings(get: SettingGetter): { settings: EngramSettings; pr
 
   settings.searchLimit = clampInt(get('search.limit'), 1, 1000, DEFAULTS.searchLimit);
   settings.debounceMs = clampInt(get('search.debounceMs'), 0, 2000, DEFAULTS.debounceMs);
+
+  const mode = get('search.mode');
+  if (isSearchMode(mode)) {
+    settings.searchMode = mode;
+  } else if (mode !== undefined && mode !== null) {
+    problems.push(`engram.search.mode must be one of ${SEARCH_MODES.join(', ')}; using ${DEFAULT_MODE}`);
+  }
   return { settings, problems };
 }
 

@@ -1,6 +1,15 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { isEmptyQuery, parseQuery, toSearchParams, tokenize } from '../src/query';
+import {
+  effectiveMode,
+  isEmptyQuery,
+  isSearchMode,
+  nextMode,
+  parseQuery,
+  SEARCH_MODES,
+  toSearchParams,
+  tokenize,
+} from '../src/query';
 
 describe('tokenize', () => {
   const cases: Array<[string, string[]]> = [
@@ -48,6 +57,13 @@ describe('parseQuery', () => {
     ['unclosed quote runs to the end', 'wal "memory leak #x', { query: 'wal "memory leak #x', tags: [] }],
     ['tag with slash and dash', '#area/sub-topic', { query: '', tags: ['area/sub-topic'] }],
     ['glob path', 'in:meetings/**/*.md', { query: '', tags: [], path: 'meetings/**/*.md' }],
+    ['mode', 'mode:regex colou?r', { query: 'colou?r', tags: [], mode: 'regex' }],
+    ['mode anywhere', 'wal mode:literal #sqlite', { query: 'wal', tags: ['sqlite'], mode: 'literal' }],
+    ['last mode wins', 'mode:semantic x mode:hybrid', { query: 'x', tags: [], mode: 'hybrid' }],
+    ['a bare mode: is a word', 'mode: x', { query: 'mode: x', tags: [] }],
+    ['an unknown mode is passed as typed', 'mode:fuzzy x', { query: 'x', tags: [], mode: 'fuzzy' }],
+    ['mode is lower case', 'Mode:regex x', { query: 'Mode:regex x', tags: [] }],
+    ['mode inside a phrase stays text', '"mode:regex x"', { query: '"mode:regex x"', tags: [] }],
   ];
   for (const [name, input, expected] of cases) {
     test(name, () => assert.deepEqual(parseQuery(input), expected));
@@ -66,6 +82,26 @@ describe('toSearchParams', () => {
   test('text only', () => {
     assert.deepEqual(toSearchParams(parseQuery('fts5')), { query: 'fts5' });
   });
+  test('no mode unless given: text is the server default', () => {
+    assert.equal('mode' in toSearchParams(parseQuery('fts5'), 20, 'text'), false);
+  });
+  test('a mode: term is sent', () => {
+    assert.deepEqual(toSearchParams(parseQuery('mode:regex colou?r')), { query: 'colou?r', mode: 'regex' });
+  });
+  test('a default other than text is sent', () => {
+    assert.deepEqual(toSearchParams(parseQuery('leak'), undefined, 'semantic'), { query: 'leak', mode: 'semantic' });
+  });
+  test('a mode: term overrides the default, even mode:text', () => {
+    assert.deepEqual(toSearchParams(parseQuery('mode:literal a b'), 5, 'hybrid'), {
+      query: 'a b',
+      mode: 'literal',
+      limit: 5,
+    });
+    assert.deepEqual(toSearchParams(parseQuery('mode:text leak'), undefined, 'semantic'), {
+      query: 'leak',
+      mode: 'text',
+    });
+  });
   test('the tag list is a copy', () => {
     const parsed = parseQuery('#a');
     const params = toSearchParams(parsed);
@@ -78,4 +114,29 @@ describe('isEmptyQuery', () => {
   test('nothing typed', () => assert.equal(isEmptyQuery(parseQuery('  ')), true));
   test('a filter alone is a query', () => assert.equal(isEmptyQuery(parseQuery('in:journal')), false));
   test('a word', () => assert.equal(isEmptyQuery(parseQuery('x')), false));
+  test('a mode alone asks for nothing', () => assert.equal(isEmptyQuery(parseQuery('mode:regex')), true));
+});
+
+describe('modes', () => {
+  test('the five modes of engram/search, text first', () =>
+    assert.deepEqual([...SEARCH_MODES], ['text', 'literal', 'regex', 'semantic', 'hybrid']));
+  test('nextMode cycles through all of them', () => {
+    const seen = ['text'];
+    let mode = nextMode('text');
+    while (mode !== 'text') {
+      seen.push(mode);
+      mode = nextMode(mode);
+    }
+    assert.deepEqual(seen, [...SEARCH_MODES]);
+  });
+  test('isSearchMode', () => {
+    assert.equal(isSearchMode('hybrid'), true);
+    assert.equal(isSearchMode('Hybrid'), false);
+    assert.equal(isSearchMode(undefined), false);
+  });
+  test('effectiveMode: the term, else the default', () => {
+    assert.equal(effectiveMode(parseQuery('x'), 'regex'), 'regex');
+    assert.equal(effectiveMode(parseQuery('x mode:literal'), 'regex'), 'literal');
+    assert.equal(effectiveMode(parseQuery('x')), 'text');
+  });
 });

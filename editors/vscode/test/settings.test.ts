@@ -53,6 +53,13 @@ describe('readSettings', () => {
     assert.match(problems[2], /logLevel/);
   });
 
+  test('search mode: one of the five, else text with a problem', () => {
+    assert.equal(readSettings(getter({ 'search.mode': 'regex' })).settings.searchMode, 'regex');
+    const { settings, problems } = readSettings(getter({ 'search.mode': 'fuzzy' }));
+    assert.equal(settings.searchMode, 'text');
+    assert.deepEqual(problems, ['engram.search.mode must be one of text, literal, regex, semantic, hybrid; using text']);
+  });
+
   test('log level is case-insensitive', () => {
     assert.equal(readSettings(getter({ 'server.logLevel': 'debug' })).settings.logLevel, 'DEBUG');
   });

@@ -9,8 +9,9 @@
 --                         config  vim.lsp.config('engram_ls', { cmd = … }) + vim.lsp.enable
 --                         auto    the plugin's autostart, vim.g.engram_cmd
 --                         start   autostart off, require('engram').start() in a FileType autocmd
---   ENGRAM_E2E_STEPS    "all" (default) or "attach" (attach, one search, status)
+--   ENGRAM_E2E_STEPS    "all" (default) or "attach" (attach, one search, a semantic one, status)
 --   ENGRAM_E2E_OUTSIDE  a folder outside every vault holding note.md (for "all")
+--   ENGRAM_E2E_INIT     initializationOptions, a JSON object (optional; mode "config" only)
 local env = vim.env
 local vault = vim.uv.fs_realpath(env.ENGRAM_E2E_VAULT)
 local out_path = env.ENGRAM_E2E_OUT
@@ -24,7 +25,11 @@ vim.opt.more = false
 
 if mode == 'config' then
   vim.g.engram = { autostart = false }
-  vim.lsp.config('engram_ls', { cmd = cmd })
+  local cfg = { cmd = cmd }
+  if env.ENGRAM_E2E_INIT and env.ENGRAM_E2E_INIT ~= '' then
+    cfg.init_options = vim.json.decode(env.ENGRAM_E2E_INIT)
+  end
+  vim.lsp.config('engram_ls', cfg)
   vim.lsp.enable('engram_ls')
 elseif mode == 'auto' then
   vim.g.engram_cmd = cmd
@@ -106,6 +111,26 @@ local function wait_ready(client)
   fail('engram/status never said ready: ' .. vim.inspect(last))
 end
 
+-- The vault's semantic status once it is done embedding: `ready`, or (after 5 s) an idle
+-- state (a server that embeds nothing in the background) or any other; nil without one.
+local function wait_semantic(client)
+  local t0 = now()
+  local last
+  while now() - t0 < 20000 do
+    local reply = client:request_sync('engram/status', vim.empty_dict(), 5000)
+    local vault1 = reply and reply.result and reply.result.vaults and reply.result.vaults[1]
+    last = vault1 and vault1.semantic
+    if type(last) ~= 'table' or not last.available or last.state == 'ready' then
+      break
+    end
+    if last.state ~= 'embedding' and now() - t0 > 5000 then
+      break
+    end
+    vim.wait(100)
+  end
+  return last or vim.NIL
+end
+
 local function notes_since(n)
   local out = {}
   for i = n + 1, #notes do
@@ -129,12 +154,18 @@ local function search(command)
     return vim.fn.getqflist({ title = 1 }).title ~= 'e2e-pending'
   end, 20)
   local qf = vim.fn.getqflist({ title = 1, items = 1 })
-  local paths, from_user_data = {}, {}
+  local paths, from_user_data, entries = {}, {}, {}
   for _, item in ipairs(qf.items) do
     paths[#paths + 1] = rel(vim.api.nvim_buf_get_name(item.bufnr))
     if type(item.user_data) == 'table' then
       from_user_data[#from_user_data + 1] = item.user_data.path
     end
+    entries[#entries + 1] = {
+      path = paths[#paths],
+      lnum = item.lnum,
+      text = item.text,
+      user_data = item.user_data,
+    }
   end
   table.sort(paths)
   table.sort(from_user_data)
@@ -144,6 +175,7 @@ local function search(command)
     answered = done,
     title = qf.title,
     paths = paths,
+    entries = entries, -- in the list's order
     user_data_paths = from_user_data,
     first_text = qf.items[1] and qf.items[1].text or vim.NIL,
     notes = notes_since(seen),
@@ -262,6 +294,57 @@ if not only_attach then
     end,
   }
   steps[#steps + 1] = {
+    'search_mode',
+    function(r)
+      r.text = search('Engram search colou?r')
+      r.regex = search('Engram search mode:regex colou?r')
+      r.literal = search('Engram search mode:literal colour')
+      r.literal_regex = search('Engram search mode:literal colou?r')
+      require('engram').setup({ search = { mode = 'regex' } })
+      r.setting = search('Engram search colou?r')
+      r.override = search('Engram search mode:text colou?r')
+      require('engram').setup({ search = { mode = 'text' } })
+      -- What this server says to a semantic search, asked directly once its notes are
+      -- embedded (if it embeds): the plugin must show the same.
+      local client = wait_attached(vim.api.nvim_get_current_buf())
+      r.semantic_status = wait_semantic(client)
+      local reply = client:request_sync(
+        'engram/search',
+        { query = 'memory leak', mode = 'semantic', limit = 100 },
+        10000
+      )
+      local paths = {}
+      for _, hit in ipairs(reply and reply.result and reply.result.results or {}) do
+        paths[#paths + 1] = hit.path
+      end
+      table.sort(paths)
+      r.semantic_probe = reply
+          and {
+            err = reply.err or vim.NIL,
+            total = reply.result and reply.result.total or vim.NIL,
+            paths = paths,
+          }
+        or vim.NIL
+      r.semantic = search('Engram search mode:semantic memory leak')
+      r.completion = vim.fn.getcompletion('Engram search mode:', 'cmdline')
+      local config = require('engram.config')
+      r.problems = config.problems(vim.tbl_deep_extend('force', config.get(), { search = { mode = 'fuzzy' } }))
+    end,
+  }
+  steps[#steps + 1] = {
+    'related',
+    function(r)
+      vim.cmd.edit(vim.fn.fnameescape(vault .. '/reference/profiling.md'))
+      local buf = vim.api.nvim_get_current_buf()
+      -- Does this server answer engram/related at all? (MethodNotFound is -32601.)
+      local reply = wait_attached(buf):request_sync('engram/related', { uri = vim.uri_from_bufnr(buf) }, 10000)
+      r.probe = reply and { code = reply.err and reply.err.code or vim.NIL, has_result = reply.result ~= nil }
+        or vim.NIL
+      r.result = search('Engram related')
+      vim.cmd.edit(vim.fn.fnameescape(vault .. '/reference/profiling.md'))
+    end,
+  }
+  steps[#steps + 1] = {
     'select',
     function(r)
       local original = vim.ui.select
@@ -330,6 +413,13 @@ if not only_attach then
     end,
   }
 end
+
+steps[#steps + 1] = {
+  'search_semantic',
+  function(r)
+    r.result = search('Engram search mode:semantic memory leak')
+  end,
+}
 
 steps[#steps + 1] = {
   'status',

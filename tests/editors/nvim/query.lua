@@ -1,6 +1,7 @@
 -- Parse every query of a JSON list with lua/engram/query.lua (no server, no editor state).
 --   nvim --clean --headless -l tests/editors/nvim/query.lua PLUGIN_DIR INPUT.json OUTPUT.json
--- OUTPUT.json is a list of { input = …, request = parse(input), terms = terms(input) }.
+-- An input is a query string, or [query, default_mode] for parse(query, default_mode).
+-- OUTPUT.json is a list of { input = …, request = parse(…), terms = terms(query) }.
 local plugin, input_path, output_path = arg[1], arg[2], arg[3]
 -- 'runtimepath' is a comma-separated list: a comma in the checkout's path is escaped.
 vim.opt.runtimepath:prepend((plugin:gsub(',', '\\,')))
@@ -12,7 +13,11 @@ f:close()
 
 local out = {}
 for i, input in ipairs(inputs) do
-  out[i] = { input = input, request = query.parse(input), terms = query.terms(input) }
+  local text, default_mode = input, nil
+  if type(input) == 'table' then
+    text, default_mode = input[1], input[2]
+  end
+  out[i] = { input = input, request = query.parse(text, default_mode), terms = query.terms(text) }
 end
 
 f = assert(io.open(output_path, 'w'))

@@ -9,12 +9,23 @@ M.subcommands = {
     end,
     complete = function(arg)
       local out = {}
-      for _, prefix in ipairs({ '#', '-#', 'after:', 'before:', 'in:' }) do
+      local candidates = { '#', '-#', 'after:', 'before:', 'in:', 'mode:' }
+      if vim.startswith(arg, 'mode:') then
+        candidates = vim.tbl_map(function(mode)
+          return 'mode:' .. mode
+        end, require('engram.query').MODES)
+      end
+      for _, prefix in ipairs(candidates) do
         if vim.startswith(prefix, arg) then
           out[#out + 1] = prefix
         end
       end
       return out
+    end,
+  },
+  related = {
+    run = function(_, bang)
+      require('engram').related(bang and { results = 'select' } or nil)
     end,
   },
   reindex = {
@@ -35,7 +46,10 @@ function M.run(opts)
   local sub = name and M.subcommands[name]
   if not sub then
     vim.notify(
-      ('Engram: unknown subcommand %q; use one of: search, reindex, status'):format(name or ''),
+      ('Engram: unknown subcommand %q; use one of: %s'):format(
+        name or '',
+        table.concat(vim.fn.sort(vim.tbl_keys(M.subcommands)), ', ')
+      ),
       vim.log.levels.ERROR,
       { title = 'Engram' }
     )

@@ -11,6 +11,7 @@ local M = {}
 --- @field results 'quickfix'|'select' Where `:Engram search` puts its results.
 --- @field open_quickfix boolean Open the quickfix window after a search with results.
 --- @field limit integer Most results a search asks for (the server's cap is 1000).
+--- @field search { mode: string } `mode`: the search mode when a query has no `mode:` term.
 M.defaults = {
   cmd = { 'engram-ls' },
   root_markers = { '.engram' },
@@ -20,6 +21,7 @@ M.defaults = {
   results = 'quickfix',
   open_quickfix = true,
   limit = 100,
+  search = { mode = 'text' },
 }
 
 M.NAME = 'engram_ls'
@@ -65,6 +67,10 @@ function M.problems(opts)
   end
   if type(opts.limit) ~= 'number' or opts.limit < 1 then
     out[#out + 1] = '`limit` must be a positive number'
+  end
+  local query = require('engram.query')
+  if type(opts.search) ~= 'table' or not query.is_mode(opts.search.mode) then
+    out[#out + 1] = '`search.mode` must be one of ' .. table.concat(query.MODES, ', ')
   end
   return out
 end

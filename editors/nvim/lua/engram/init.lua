@@ -4,6 +4,7 @@
 --- `vim.lsp.config('engram_ls', …)`. `setup(opts)` only merges options.
 local config = require('engram.config')
 local lsp = require('engram.lsp')
+local qf = require('engram.items')
 local query = require('engram.query')
 
 local M = {}
@@ -51,52 +52,30 @@ local function client_or_warn()
   return client
 end
 
---- One result as a quickfix item.
---- @param hit table
---- @return table
-local function qf_item(hit)
-  local text = hit.title or hit.path
-  if type(hit.created_at) == 'string' then
-    text = text .. ' (' .. hit.created_at:sub(1, 10) .. ')'
-  end
-  if type(hit.snippet) == 'string' and hit.snippet ~= '' then
-    text = text .. ': ' .. hit.snippet:gsub('%s+', ' ')
-  end
-  local lnum = type(hit.line) == 'number' and hit.line or 1
-  return {
-    filename = vim.uri_to_fname(hit.uri),
-    lnum = math.max(lnum, 1),
-    col = 1,
-    text = text,
-    user_data = { path = hit.path, topics = hit.topics },
-  }
-end
-
---- @param input string
---- @param result table
+--- Replace the quickfix list with `items`; open it when there are some (`open_quickfix`).
+--- @param title string
+--- @param context table
 --- @param items table[]
-local function to_quickfix(input, result, items)
-  local title = ('Engram: %s (%d of %d)'):format(input, #items, result.total or #items)
-  vim.fn.setqflist({}, ' ', {
-    title = title,
-    items = items,
-    context = { engram = { query = input, total = result.total, index = result.index } },
-  })
+--- @param empty string what to say when there are no items
+local function to_quickfix(title, context, items, empty)
+  vim.fn.setqflist({}, ' ', { title = title, items = items, context = { engram = context } })
   if #items == 0 then
-    notify('no notes match ' .. input)
+    notify(empty)
   elseif config.get().open_quickfix then
     vim.cmd('botright copen')
   end
 end
 
 --- @param items table[]
-local function to_select(items)
+--- @param prompt string
+--- @param empty string
+local function to_select(items, prompt, empty)
   if #items == 0 then
-    notify('no notes match')
+    notify(empty)
     return
   end
   vim.ui.select(items, {
-    prompt = 'Engram notes',
+    prompt = prompt,
     format_item = function(item)
       return item.user_data.path .. ': ' .. item.text
     end,
@@ -109,7 +88,17 @@ local function to_select(items)
   end)
 end
 
---- Search the vault with the Engram query syntax (|engram-query|).
+--- A server error for a person: at WARN when it is a mode this installation lacks (the
+--- message names what to install), at ERROR otherwise (a bad date, a broken request…).
+--- @param err table
+local function notify_error(err)
+  local code = type(err) == 'table' and type(err.data) == 'table' and err.data.code
+  local level = code == 'ENGRAM_UNSUPPORTED_MODE' and levels.WARN or levels.ERROR
+  notify(lsp.error_message(err), level)
+end
+
+--- Search the vault with the Engram query syntax (|engram-query|). The mode is the query's
+--- `mode:` term, else the `search.mode` option.
 --- @param input string
 --- @param opts { results?: 'quickfix'|'select' }?
 function M.search(input, opts)
@@ -118,25 +107,74 @@ function M.search(input, opts)
   if not client then
     return
   end
-  local params = query.parse(input)
+  local options = config.get()
+  local default_mode = type(options.search) == 'table' and options.search.mode or nil
+  local params = query.parse(input, default_mode)
   if params.query == '' and not params.tags and not params.date_from and not params.date_to
     and not params.path
   then
     notify('give a query, e.g. :Engram search #topic after:2024-01-01 words', levels.WARN)
     return
   end
-  params.limit = config.get().limit
+  params.limit = options.limit
   lsp.request(client, 'engram/search', params, function(err, result)
     if err then
-      notify(lsp.error_message(err), levels.ERROR)
+      notify_error(err)
       return
     end
-    local items = vim.tbl_map(qf_item, result.results or {})
-    if (opts.results or config.get().results) == 'select' then
-      to_select(items)
-    else
-      to_quickfix(input, result, items)
+    local items = vim.tbl_map(qf.search, result.results or {})
+    if (opts.results or options.results) == 'select' then
+      to_select(items, 'Engram notes', 'no notes match')
+      return
     end
+    local title = ('Engram: %s (%d of %d)'):format(input, #items, result.total or #items)
+    if params.mode and params.mode ~= 'text' then
+      title = title .. ' · ' .. params.mode .. ' mode'
+    end
+    local context = { query = input, mode = params.mode or 'text', total = result.total, index = result.index }
+    to_quickfix(title, context, items, 'no notes match ' .. input)
+  end)
+end
+
+--- The notes related to the current note (|:Engram-related|): links, backlinks and, when the
+--- server has semantic search, notes close in meaning (`engram/related`).
+--- @param opts { results?: 'quickfix'|'select', limit?: integer }?
+function M.related(opts)
+  opts = opts or {}
+  local bufnr = vim.api.nvim_get_current_buf()
+  local client = lsp.clients(bufnr)[1]
+  if not client then
+    notify('open a note inside a vault to see its related notes', levels.WARN)
+    return
+  end
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  local root = client.root_dir and vim.fs.normalize(client.root_dir) or nil
+  local path = vim.fs.normalize(name)
+  if root and vim.startswith(path, root .. '/') then
+    path = path:sub(#root + 2)
+  end
+  local params = { uri = vim.uri_from_bufnr(bufnr) }
+  if opts.limit then
+    params.limit = opts.limit
+  end
+  local options = config.get()
+  lsp.request(client, 'engram/related', params, function(err, result)
+    if err then
+      local msg = lsp.error_message(err)
+      if type(err) == 'table' and err.code == -32601 then -- MethodNotFound: an older engram-ls
+        msg = 'this engram-ls does not answer engram/related (a newer Engram has related notes): '
+          .. msg
+      end
+      notify('related notes: ' .. msg, levels.ERROR)
+      return
+    end
+    local items = vim.tbl_map(qf.related, (result or {}).results or {})
+    if (opts.results or options.results) == 'select' then
+      to_select(items, 'Notes related to ' .. path, 'no notes related to ' .. path)
+      return
+    end
+    local title = ('Engram: related to %s (%d)'):format(path, #items)
+    to_quickfix(title, { related = path }, items, 'no notes related to ' .. path)
   end)
 end
 

@@ -10,12 +10,17 @@
 ---   after:YYYY-MM-DD   `date_from` (the server validates the date; the last one wins)
 ---   before:YYYY-MM-DD  `date_to`
 ---   in:folder          `path` (a vault-relative folder, note or glob)
+---   mode:NAME          `mode` (one of M.MODES; the server rejects another name; last one wins)
 ---   anything else      a word of `query`
---- Prefixes are lower case. A prefix with nothing after it (`#`, `-#`, `after:`, `in:`) is an
---- ordinary word. The words and phrases are joined with single spaces, in order, into `query`
---- (always present, possibly empty); `tags`, `date_from`, `date_to` and `path` are present only
---- when given.
+--- Prefixes are lower case. A prefix with nothing after it (`#`, `-#`, `after:`, `in:`, `mode:`)
+--- is an ordinary word. The words and phrases are joined with single spaces, in order, into
+--- `query` (always present, possibly empty); `tags`, `date_from`, `date_to`, `path` and `mode`
+--- are present only when given. A default mode (the `search.mode` option) is sent as `mode`
+--- when the query has no `mode:` term and it is not `text`, the server's own default.
 local M = {}
+
+--- The modes of `engram/search`; `text` is the server's default.
+M.MODES = { 'text', 'literal', 'regex', 'semantic', 'hybrid' }
 
 --- Split `input` into terms: runs of non-whitespace, or a `"…"` phrase.
 --- @param input string
@@ -40,12 +45,26 @@ function M.terms(input)
   return terms
 end
 
-local FIELDS = { ['after:'] = 'date_from', ['before:'] = 'date_to', ['in:'] = 'path' }
+local FIELDS =
+  { ['after:'] = 'date_from', ['before:'] = 'date_to', ['in:'] = 'path', ['mode:'] = 'mode' }
+
+--- Whether `name` is one of M.MODES.
+--- @param name any
+--- @return boolean
+function M.is_mode(name)
+  for _, mode in ipairs(M.MODES) do
+    if name == mode then
+      return true
+    end
+  end
+  return false
+end
 
 --- Parse a query string into the params of an `engram/search` request.
 --- @param input string
---- @return { query: string, tags?: string[], date_from?: string, date_to?: string, path?: string }
-function M.parse(input)
+--- @param default_mode string? the mode when the query has none (`text` when nil)
+--- @return { query: string, tags?: string[], date_from?: string, date_to?: string, path?: string, mode?: string }
+function M.parse(input, default_mode)
   local words, tags = {}, {}
   local request = {}
   for _, term in ipairs(M.terms(input or '')) do
@@ -75,6 +94,9 @@ function M.parse(input)
   request.query = table.concat(words, ' ')
   if #tags > 0 then
     request.tags = tags
+  end
+  if request.mode == nil and default_mode ~= nil and default_mode ~= 'text' then
+    request.mode = default_mode
   end
   return request
 end
