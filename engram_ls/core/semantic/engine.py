@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from engram_ls.core.config import EngramConfig
-from engram_ls.core.errors import EngramError
+from engram_ls.core.errors import EngramError, UnsupportedMode
 from engram_ls.core.index import db
 from engram_ls.core.semantic import store
 from engram_ls.core.semantic.model import (
@@ -114,7 +114,11 @@ class Semantic:
     def model(self) -> StaticModel:
         """The model, loaded once; the error of a search that cannot have it."""
         if not self.enabled:
-            raise unavailable_error("semantic search is turned off (config semantic.enabled)")
+            raise UnsupportedMode(
+                "semantic search is turned off in this vault's configuration"
+                " (semantic.enabled: false)",
+                data={"config": "semantic.enabled"},
+            )
         if missing_packages():
             raise unavailable_error()
         with self._lock:
