@@ -228,9 +228,14 @@ def _print_results(response: SearchResponse) -> None:
             out.write(f"    {hit.snippet}\n")
     shown = len(response.results)
     more = " (more: use --offset)" if response.truncated else ""
+    pending = (
+        "; some notes are not embedded yet (`engram index` embeds them)"
+        if response.index.semantic == "pending"
+        else ""
+    )
     out.write(
         f"{shown} of {response.total} notes{more}; served by {response.index.served_by}"
-        f" (index {response.index.state}), {response.elapsed_ms:.1f} ms\n"
+        f" (index {response.index.state}), {response.elapsed_ms:.1f} ms{pending}\n"
     )
 
 

@@ -262,14 +262,16 @@ class Engram:
                         postings=self.index.postings,
                         topic_notes=self.index.topic_notes,
                     )
+                    coverage = None
                     if by_meaning:
                         state = (self.index.opened_file(), r.status.generation if r.status else 0)
                         hits, total = SemanticSearcher(r.conn, searcher, self.semantic, state).run(
                             plan
                         )
+                        coverage = self.semantic.coverage(r.conn, state)
                     else:
                         hits, total = searcher.run(plan)
-                    served = r.served(searcher.served_by)
+                    served = dataclasses.replace(r.served(searcher.served_by), semantic=coverage)
         except db.Interrupted:
             plan.check()
             raise SearchTimeout("the search ran past its deadline") from None

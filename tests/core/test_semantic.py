@@ -141,7 +141,8 @@ def test_a_query_is_answered_by_meaning_where_text_finds_nothing(engram: Engram)
     for h in res.results:
         assert math.isfinite(h.score) and 0.0 <= h.score <= 1.0
     assert [h.score for h in res.results] == sorted((h.score for h in res.results), reverse=True)
-    assert res.index.served_by == "index"
+    assert res.index.served_by == "index" and res.index.semantic == "ready"
+    assert engram.search({"query": query}).index.semantic is None  # said by meaning only
     hybrid = engram.search({"query": query, "mode": "hybrid", "limit": 3})
     assert _paths(hybrid)[0] == "bikes/fixing-a-puncture.md"
     assert all(0.0 <= h.score <= 1.0 for h in hybrid.results)
@@ -179,6 +180,19 @@ def test_filters_never_leak(engram: Engram, mode: str, filters: dict, allowed: s
     assert set(_paths(res)) <= allowed
     if allowed:
         assert res.results, "a note that passes is found, however far its meaning"
+
+
+def test_a_search_says_when_notes_wait_to_be_embedded(vault: Path, tmp_path: Path) -> None:
+    e = _engram(vault, tmp_path / "index.sqlite")
+    e.embed()
+    _write(vault, {f"more/n{i}.md": f"# Note {i}\n\nText number {i}.\n" for i in range(100)})
+    e.sync()  # 100 new notes: more than a search embeds before it reads
+    res = e.search({"query": "repair a flat tire on my bicycle", "mode": "semantic"})
+    assert res.index.semantic == "pending"
+    e.embed()
+    res = e.search({"query": "repair a flat tire on my bicycle", "mode": "semantic"})
+    assert res.index.semantic == "ready"
+    e.close()
 
 
 def test_an_edit_re_embeds_only_what_changed(vault: Path, tmp_path: Path) -> None:

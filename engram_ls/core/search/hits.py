@@ -11,7 +11,7 @@ from engram_ls.core.config import EngramConfig
 from engram_ls.core.git import SourceRevision
 from engram_ls.core.index import fts
 from engram_ls.core.search.plan import Plan
-from engram_ls.core.serialize import rounded
+from engram_ls.core.serialize import OMIT_EMPTY, rounded
 from engram_ls.core.vault import Vault
 
 ServedBy = Literal["index", "scan"]
@@ -38,6 +38,10 @@ class IndexInfo:
     source_revision: SourceRevision | None = None
     """The vault's git ``HEAD`` and whether its files differ from it (``core/git.py``); None
     when the vault is in no git work tree."""
+    semantic: str | None = field(default=None, metadata=OMIT_EMPTY)
+    """Semantic and hybrid searches only: ``ready`` when every note was embedded (by this
+    model) as of the snapshot read, ``pending`` when some are not yet (they cannot be found by
+    meaning until they are)."""
 
 
 @dataclass(slots=True)
