@@ -61,3 +61,41 @@ def test_semantic_off_is_a_clear_error(vault_copy: Callable[[str], Path]) -> Non
     assert proc.returncode == 2
     assert "ENGRAM_UNSUPPORTED_MODE" in proc.stderr and "semantic.enabled" in proc.stderr
     assert proc.stdout == ""
+
+
+_WITHOUT_EXTRA = """
+import sys
+sys.modules["numpy"] = None  # as if the semantic extra were not installed: find_spec says None
+from engram_ls.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_without_the_extra_the_modes_name_the_install_command(
+    vault_copy: Callable[[str], Path],
+) -> None:
+    """A real process in which numpy cannot be found: ``semantic`` and ``hybrid`` are refused
+    with the install command, status says ``unavailable``, every other mode answers."""
+    import subprocess
+    import sys
+
+    root = vault_copy("example")
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", _WITHOUT_EXTRA, *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    assert run("index", str(root)).returncode == 0
+    for mode in ("semantic", "hybrid"):
+        proc = run("search", "--vault", str(root), "--mode", mode, "a python library")
+        assert proc.returncode == 2 and proc.stdout == ""
+        assert "ENGRAM_UNSUPPORTED_MODE" in proc.stderr
+        assert "pip install 'engram-ls[semantic]'" in proc.stderr
+    status = json.loads(run("status", str(root), "--json").stdout)
+    assert status["semantic"]["state"] == "unavailable"
+    assert status["capabilities"] == {"semantic": False, "model": None, "dims": None}
+    assert json.loads(run("search", "--vault", str(root), "--json", "packaging").stdout)["total"]
