@@ -75,6 +75,10 @@ class Indexed:
     warning: str | None = None
 
 
+SEARCHES_S = 0.2
+"""A search this recent means more may come: a background embedding pass waits."""
+
+
 def default_index_path(root: Path, config: EngramConfig) -> Path:
     env = os.environ.get("ENGRAM_INDEX")
     if env:
@@ -115,6 +119,7 @@ class Engram:
         """The vault's git revision, in every status and search answer."""
         self.last_search = 0.0
         """``time.monotonic()`` of the last search (background checks wait for a quiet time)."""
+        self.semantic.busy = lambda: time.monotonic() - self.last_search < SEARCHES_S
 
     @property
     def unavailable(self) -> str | None:

@@ -29,6 +29,7 @@ from engram_ls.core.semantic import store
 from engram_ls.core.semantic.model import (
     ModelError,
     StaticModel,
+    files_key,
     load_model,
     missing_packages,
     model_files,
@@ -45,6 +46,8 @@ SemanticState = Literal["off", "unavailable", "pending", "embedding", "ready", "
 BATCH_NOTES = 64
 """Notes read, embedded and written per transaction (about 40 ms of work each)."""
 ProgressFn = Callable[[int, int], None]
+GIVE_WAY_S = 1.0
+"""Longest wait of a pass between two batches while searches are coming."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +100,9 @@ class Semantic:
         self.running = False
         self._table: CodeTable | None = None
         self._pass = threading.Lock()
+        self.busy: Callable[[], bool] | None = None
+        """True while searches are coming: a pass then waits between batches (the batches'
+        Python work would hold the interpreter's lock against them)."""
         self._coverage: tuple[tuple[object, ...], str] | None = None
         self.synced: tuple[object, int] | None = None
         """(index file, generation) at the start of the last pass that embedded everything."""
@@ -133,6 +139,16 @@ class Semantic:
                 raise unavailable_error(f"the semantic model could not be loaded: {self._error}")
             return self._model
 
+    def _expected_key(self) -> str | None:
+        """The key of the configured model (from its files, without loading it); None when
+        its files cannot be read."""
+        if self._model is not None:
+            return self._model.key
+        try:
+            return files_key(model_files(self.config.semantic.model, self.root))
+        except (OSError, ModelError):
+            return None
+
     def coverage(self, conn: sqlite3.Connection, state: tuple[object, ...]) -> str:
         """``ready`` when every note's chunks are of its content and of this model in the
         snapshot ``conn`` reads, else ``pending``; known once per state of the index (a scan of
@@ -141,8 +157,7 @@ class Semantic:
         cached = self._coverage
         if cached is not None and cached[0] == key:
             return cached[1]
-        model = self._model
-        current = model is not None and store.model_key(conn) == model.key
+        current = store.model_key(conn) == self._expected_key()
         answer = "ready" if current and not store.pending(conn, 0, 1) else "pending"
         self._coverage = (key, answer)
         return answer
@@ -176,7 +191,7 @@ class Semantic:
         if conn is None:
             return base
         key = store.model_key(conn)
-        current = key is not None and (key == m.key if m else key.startswith(name + ":"))
+        current = key is not None and key == self._expected_key()
         notes, done, chunks = store.counts(conn)
         if not current:
             done = chunks = 0
@@ -213,7 +228,7 @@ class Semantic:
         if not self._pass.acquire(blocking=False):
             return
         try:
-            self._pass_locked(self.model(), None, None, BATCH_NOTES)
+            self._pass_locked(self.model(), None, None, BATCH_NOTES, polite=False)
         except EngramError as exc:
             log.info("embedding before a search failed: %s", exc.message)
         finally:
@@ -231,7 +246,11 @@ class Semantic:
         progress: ProgressFn | None,
         stop: threading.Event | None,
         most: int | None,
+        *,
+        polite: bool = True,
     ) -> EmbedReport:
+        """One pass (the caller holds ``_pass``); ``polite``: give way to searches between
+        batches (not when a search itself asked for the pass)."""
         report = EmbedReport()
         t0 = time.perf_counter()
         self.running = True
@@ -252,6 +271,8 @@ class Semantic:
                 if (stop is not None and stop.is_set()) or (most is not None and finished >= most):
                     report.stopped = True
                     break
+                if polite:
+                    self._give_way(stop)
                 rows = store.pending(conn, after, BATCH_NOTES)
                 if not rows:
                     break
@@ -281,6 +302,16 @@ class Semantic:
                 progress(total, total)  # the pass ended (stopped or failed): no progress left open
         report.elapsed_s = time.perf_counter() - t0
         return report
+
+    def _give_way(self, stop: threading.Event | None) -> None:
+        """Wait (up to ``GIVE_WAY_S``) while searches are coming."""
+        waited = 0.0
+        while self.busy is not None and self.busy() and waited < GIVE_WAY_S:
+            if stop is not None and stop.wait(0.02):
+                return
+            if stop is None:
+                time.sleep(0.02)
+            waited += 0.02
 
     def _batch(
         self,

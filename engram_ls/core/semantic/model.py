@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib.util
-import json
 import os
 import threading
 from collections.abc import Iterator
@@ -100,6 +99,32 @@ def model_files(spec: str | None, vault_root: Path | None = None) -> ModelFiles:
     )
 
 
+_KEYS: dict[tuple[str, int, int], str] = {}
+_KEYS_LOCK = threading.Lock()
+
+
+def files_key(files: ModelFiles) -> str:
+    """The model's key: its name and a digest of its files' bytes (weights and tokenizer), so
+    that the index knows which model its vectors are of without loading it, and a model whose
+    files change is another model. OSError when a file cannot be read."""
+    digest = hashlib.blake2b(digest_size=8)
+    for path in (files.weights, files.tokenizer):
+        st = path.stat()
+        known = (os.fspath(path), st.st_size, st.st_mtime_ns)
+        with _KEYS_LOCK:
+            part = _KEYS.get(known)
+        if part is None:
+            h = hashlib.blake2b(digest_size=16)
+            with open(path, "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    h.update(block)
+            part = h.hexdigest()
+            with _KEYS_LOCK:
+                _KEYS[known] = part
+        digest.update(part.encode())
+    return f"{files.name}:{digest.hexdigest()}"
+
+
 class StaticModel:
     """A loaded static embedding model. ``embed`` is thread-safe (no state changes)."""
 
@@ -138,10 +163,7 @@ class StaticModel:
         self.tokenizer.no_truncation()
         self.name = files.name
         self.dims = int(table.shape[1])
-        digest = hashlib.blake2b(digest_size=8)
-        digest.update(json.dumps([files.name, list(table.shape)]).encode())
-        digest.update(np.ascontiguousarray(self.table[:: max(1, table.shape[0] // 512)]).tobytes())
-        self.key = f"{files.name}:{digest.hexdigest()}"
+        self.key = files_key(files)
         """Names the model and its numbers: vectors made by another model are not reused."""
 
     @contextlib.contextmanager
@@ -201,6 +223,7 @@ __all__ = [
     "INSTALL",
     "ModelError",
     "StaticModel",
+    "files_key",
     "load_model",
     "missing_packages",
     "model_files",

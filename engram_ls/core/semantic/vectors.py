@@ -31,6 +31,8 @@ WORDS = 4
 """64-bit words of a code: codes are of the first 256 dimensions (all of the default model's)."""
 CODE_BYTES = WORDS * 8
 DEAD_SHARE = 0.2
+FAR = WORDS * 64 + 1
+"""The distance given to chunks a mask leaves out: beyond any real one."""
 READ_ROWS = 20_000
 
 
@@ -112,28 +114,31 @@ class CodeTable:
         self.words = np.ascontiguousarray(np.concatenate((self.words, words), axis=1))
         self.last = int(ids[-1])
 
-    def distances(self, code: bytes) -> npt.NDArray[np.uint16]:
+    def distances(self, code: bytes) -> npt.NDArray[np.uint64]:
         """Hamming distance from ``code`` to every chunk, in table order."""
         q = np.frombuffer(code, dtype=">u8").astype(np.uint64)
-        total = np.zeros(len(self), dtype=np.uint16)
-        for w in range(WORDS):
-            total += np.bitwise_count(np.bitwise_xor(self.words[w], q[w])).astype(np.uint16)
+        total: npt.NDArray[np.uint64] = np.bitwise_count(np.bitwise_xor(self.words[0], q[0]))
+        for w in range(1, WORDS):
+            total += np.bitwise_count(np.bitwise_xor(self.words[w], q[w]))
         return total
 
     def nearest(
         self, code: bytes, k: int, mask: npt.NDArray[np.bool_] | None = None
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32]]:
         """(chunk ids, note ids) of the ``k`` chunks nearest ``code`` (among ``mask``, when
-        given), nearest first."""
+        given), nearest first (ties in table order)."""
         d = self.distances(code)
         if mask is not None:
-            d[~mask] = np.iinfo(np.uint16).max
+            d[~mask] = FAR
             k = min(k, int(mask.sum()))
         k = min(k, len(d))
         if k <= 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32)
-        part = np.argpartition(d, k - 1)[:k] if k < len(d) else np.arange(len(d))
-        order = part[np.argsort(d[part], kind="stable")]
+        # The distance of the k-th nearest from a histogram of the distances (there are only
+        # 257), then the chunks within it: three times faster than np.argpartition here.
+        within = int(np.searchsorted(np.cumsum(np.bincount(d, minlength=FAR + 1)), k))
+        near = np.flatnonzero(d <= within)
+        order = near[np.argsort(d[near], kind="stable")][:k]
         return self.ids[order], self.notes[order]
 
     def mask_of(self, note_ids: Sequence[int]) -> npt.NDArray[np.bool_]:
