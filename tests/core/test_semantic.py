@@ -424,3 +424,38 @@ def test_sigkill_during_embedding_then_resume_equals_a_fresh_build(
     assert fresh.embed().notes == 2000
     fresh.close()
     assert _semantic_rows(index) == _semantic_rows(fresh_index)
+
+
+def test_searches_while_notes_are_embedded_see_one_state(vault: Path, tmp_path: Path) -> None:
+    """The code table is swapped whole: searches running while passes write chunks never
+    fail, and their filters hold."""
+    import threading
+
+    e = _engram(vault, tmp_path / "index.sqlite")
+    e.embed()
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def writer() -> None:
+        try:
+            for i in range(5):
+                _write(
+                    vault, {f"more/b{i}-{j}.md": f"# B {i} {j}\n\nbread {j}\n" for j in range(20)}
+                )
+                e.sync()
+                e.embed()
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+        finally:
+            done.set()
+
+    t = threading.Thread(target=writer)
+    t.start()
+    searches = 0
+    while not done.is_set() or searches < 20:
+        res = e.search({"query": "sourdough bread", "mode": "semantic", "tags": ["cooking"]})
+        assert _paths(res) == ["kitchen/sourdough.md"]
+        searches += 1
+    t.join()
+    assert not errors
+    e.close()

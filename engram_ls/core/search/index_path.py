@@ -246,6 +246,10 @@ class IndexSearcher:
         """The text path's answer to ``plan`` (a text query) within ``f``."""
         return self._text(plan, f)
 
+    def topic_set(self, f: _Filters) -> frozenset[int] | None:
+        """The notes passing a filter of large topics alone, from memory (else None)."""
+        return self._topic_set(f)
+
     def page(self, plan: Plan, ranked: list[tuple[int, float, int, str]]) -> list[SearchHit]:
         """The hits of (note id, score, line, text of the snippet), in that order."""
         rows = self._rows([r[0] for r in ranked])

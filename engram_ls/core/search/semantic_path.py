@@ -126,7 +126,7 @@ class SemanticSearcher:
             else:  # a narrow filter: rank only its notes' chunks
                 sql, params = filters.ids_query(ordered=False)
                 allowed = [int(r[0]) for r in self.conn.execute(sql, params)]
-                ids, _ = table.nearest(code, k, table.mask_of(allowed))
+                ids, _ = table.nearest(code, k, among=allowed)
         if plan is not None:
             plan.check()
         rows = store.chunk_vectors(self.conn, ids.tolist())
@@ -141,7 +141,11 @@ class SemanticSearcher:
         return [(n, min(1.0, max(0.0, c)), chunk) for n, (c, chunk) in ranked]
 
     def _passing(self, f: _Filters, note_ids: list[int]) -> set[int]:
-        """Those of ``note_ids`` that pass the filters (the SQL of the text path's probes)."""
+        """Those of ``note_ids`` that pass the filters: from the large topics' sets in memory
+        for a filter of topics alone, else the SQL of the text path's probes."""
+        in_memory = self.searcher.topic_set(f)
+        if in_memory is not None:
+            return {n for n in note_ids if n in in_memory}
         where, params = f.topic_conditions("n")
         out: set[int] = set()
         for i in range(0, len(note_ids), 500):

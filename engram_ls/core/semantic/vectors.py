@@ -18,7 +18,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -56,13 +56,27 @@ def from_blobs(blobs: Sequence[bytes]) -> npt.NDArray[np.float32]:
     return joined.reshape(len(blobs), -1).astype(np.float32)
 
 
+class Codes(NamedTuple):
+    """One state of the table: three arrays of the same length, replaced together."""
+
+    ids: npt.NDArray[np.int64]
+    notes: npt.NDArray[np.int32]
+    words: npt.NDArray[np.uint64]
+    """(WORDS, n): each chunk's sign bits as four columns of 64-bit words."""
+
+
+_EMPTY = Codes(
+    np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros((WORDS, 0), np.uint64)
+)
+
+
 class CodeTable:
-    """The codes of every chunk, in memory, as of one state of the index."""
+    """The codes of every chunk, in memory, as of one state of the index. A search reads one
+    ``Codes`` snapshot; ``refresh`` builds the next aside and swaps it in whole, so a search
+    running meanwhile never sees arrays of two states."""
 
     def __init__(self) -> None:
-        self.ids = np.zeros(0, dtype=np.int64)
-        self.notes = np.zeros(0, dtype=np.int32)
-        self.words = np.zeros((WORDS, 0), dtype=np.uint64)
+        self.codes = _EMPTY
         self.last = 0
         """The highest chunk id read."""
         self.state: tuple[Any, ...] | None = None
@@ -70,7 +84,19 @@ class CodeTable:
         self.lock = threading.Lock()
 
     def __len__(self) -> int:
-        return len(self.ids)
+        return len(self.codes.ids)
+
+    @property
+    def ids(self) -> npt.NDArray[np.int64]:
+        return self.codes.ids
+
+    @property
+    def notes(self) -> npt.NDArray[np.int32]:
+        return self.codes.notes
+
+    @property
+    def words(self) -> npt.NDArray[np.uint64]:
+        return self.codes.words
 
     def refresh(self, conn: sqlite3.Connection, state: tuple[Any, ...]) -> None:
         """Bring the table to the index's ``state`` (inside the caller's read transaction)."""
@@ -79,56 +105,59 @@ class CodeTable:
                 return
             # Another file or another model: read it whole; else only the chunks written since.
             whole = self.state is None or (self.state[0], self.state[2]) != (state[0], state[2])
-            if whole:
-                self._replace()
-            self._read(conn)
-            if not whole and len(self) - store.live_chunks(conn) > DEAD_SHARE * max(len(self), 1):
-                self._replace()
-                self._read(conn)
-            self.state = state
+            codes, last = self._read(
+                conn, _EMPTY if whole else self.codes, 0 if whole else self.last
+            )
+            if not whole and len(codes.ids) - store.live_chunks(conn) > DEAD_SHARE * max(
+                len(codes.ids), 1
+            ):
+                codes, last = self._read(conn, _EMPTY, 0)
+            self.codes, self.last, self.state = codes, last, state
 
-    def _read(self, conn: sqlite3.Connection) -> None:
-        """Append the chunks written since ``last``, a slice at a time (a list of every row's
-        tuples would be ~40 MiB at 260,000 chunks, memory the process would keep)."""
+    @staticmethod
+    def _read(conn: sqlite3.Connection, codes: Codes, last: int) -> tuple[Codes, int]:
+        """``codes`` with the chunks written after ``last`` appended, read a slice at a time (a
+        list of every row's tuples would be ~40 MiB at 260,000 chunks, memory the process
+        would keep)."""
+        parts = [codes]
         while True:
-            rows = store.codes_after(conn, self.last, READ_ROWS)
-            self._append(rows)
+            rows = store.codes_after(conn, last, READ_ROWS)
+            if rows:
+                ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+                notes = np.fromiter((r[1] for r in rows), dtype=np.int32, count=len(rows))
+                raw = b"".join(r[2].ljust(CODE_BYTES, b"\0")[:CODE_BYTES] for r in rows)
+                words = np.frombuffer(raw, dtype=">u8").astype(np.uint64).reshape(-1, WORDS).T
+                parts.append(Codes(ids, notes, words))
+                last = int(ids[-1])
             if len(rows) < READ_ROWS:
-                return
+                break
+        if len(parts) == 1:
+            return codes, last
+        joined = Codes(
+            np.concatenate([p.ids for p in parts]),
+            np.concatenate([p.notes for p in parts]),
+            np.ascontiguousarray(np.concatenate([p.words for p in parts], axis=1)),
+        )
+        return joined, last
 
-    def _replace(self) -> None:
-        self.ids = np.zeros(0, dtype=np.int64)
-        self.notes = np.zeros(0, dtype=np.int32)
-        self.words = np.zeros((WORDS, 0), dtype=np.uint64)
-        self.last = 0
-
-    def _append(self, rows: list[tuple[int, int, bytes]]) -> None:
-        if not rows:
-            return
-        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        notes = np.fromiter((r[1] for r in rows), dtype=np.int32, count=len(rows))
-        raw = b"".join(r[2].ljust(CODE_BYTES, b"\0")[:CODE_BYTES] for r in rows)
-        words = np.frombuffer(raw, dtype=">u8").astype(np.uint64).reshape(len(rows), WORDS).T
-        self.ids = np.concatenate((self.ids, ids))
-        self.notes = np.concatenate((self.notes, notes))
-        self.words = np.ascontiguousarray(np.concatenate((self.words, words), axis=1))
-        self.last = int(ids[-1])
-
-    def distances(self, code: bytes) -> npt.NDArray[np.uint64]:
+    def distances(self, code: bytes, codes: Codes | None = None) -> npt.NDArray[np.uint64]:
         """Hamming distance from ``code`` to every chunk, in table order."""
+        words = (codes or self.codes).words
         q = np.frombuffer(code, dtype=">u8").astype(np.uint64)
-        total: npt.NDArray[np.uint64] = np.bitwise_count(np.bitwise_xor(self.words[0], q[0]))
+        total: npt.NDArray[np.uint64] = np.bitwise_count(np.bitwise_xor(words[0], q[0]))
         for w in range(1, WORDS):
-            total += np.bitwise_count(np.bitwise_xor(self.words[w], q[w]))
+            total += np.bitwise_count(np.bitwise_xor(words[w], q[w]))
         return total
 
     def nearest(
-        self, code: bytes, k: int, mask: npt.NDArray[np.bool_] | None = None
+        self, code: bytes, k: int, among: Sequence[int] | None = None
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32]]:
-        """(chunk ids, note ids) of the ``k`` chunks nearest ``code`` (among ``mask``, when
-        given), nearest first (ties in table order)."""
-        d = self.distances(code)
-        if mask is not None:
+        """(chunk ids, note ids) of the ``k`` chunks nearest ``code`` (only chunks of the
+        notes ``among``, when given), nearest first (ties in table order)."""
+        codes = self.codes
+        d = self.distances(code, codes)
+        if among is not None:
+            mask = self._mask(codes, among)
             d[~mask] = FAR
             k = min(k, int(mask.sum()))
         k = min(k, len(d))
@@ -139,17 +168,18 @@ class CodeTable:
         within = int(np.searchsorted(np.cumsum(np.bincount(d, minlength=FAR + 1)), k))
         near = np.flatnonzero(d <= within)
         order = near[np.argsort(d[near], kind="stable")][:k]
-        return self.ids[order], self.notes[order]
+        return codes.ids[order], codes.notes[order]
 
-    def mask_of(self, note_ids: Sequence[int]) -> npt.NDArray[np.bool_]:
-        """Which chunks belong to one of ``note_ids``."""
-        if not len(self):
+    @staticmethod
+    def _mask(codes: Codes, note_ids: Sequence[int]) -> npt.NDArray[np.bool_]:
+        """Which chunks of ``codes`` belong to one of ``note_ids``."""
+        if not len(codes.ids):
             return np.zeros(0, dtype=bool)
-        top = int(max(int(self.notes.max()), max(note_ids, default=0))) + 1
+        top = int(max(int(codes.notes.max()), max(note_ids, default=0))) + 1
         lut = np.zeros(top, dtype=bool)
         if note_ids:
             lut[np.asarray(note_ids, dtype=np.int64)] = True
-        return lut[self.notes]
+        return lut[codes.notes]
 
 
 __all__ = ["CODE_BYTES", "CodeTable", "code_of", "from_blobs", "to_blob"]
