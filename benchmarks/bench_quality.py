@@ -207,7 +207,7 @@ def measure(
         ids = note_ids(index)
         exact = ExactCosine(index, engram.semantic.model().embed)
         shipped_hybrid = rankings["hybrid"]
-        agree = 0
+        agree = same_exact = 0
         for i, q in enumerate(queries):
             deep = {"query": q["query"], "limit": HYBRID_DEPTH}
             text_and = paths(engram, {**deep, "mode": "text"})
@@ -222,7 +222,10 @@ def measure(
                 rankings[f"hybrid or k{k}"].append(fuse([text_or, sem], k, ids))
                 rankings[f"hybrid or k{k} exact"].append(fuse([text_or, sem_exact], k, ids))
             agree += rankings[f"hybrid and k{RRF_K}"][i][:K] == shipped_hybrid[i][:K]
+            same_exact += sem_exact[:K] == rankings["semantic"][i][:K]
         checks["fusion_check"] = {"same_top10": agree, "queries": len(queries)}
+        checks["exact_check"] = {"same_top10": same_exact, "queries": len(queries)}
+        """Queries whose semantic top 10 is the exact cosine's."""
     kinds = [q["kind"] for q in queries]
     out: dict[str, Any] = {"modes": {}, **checks}
     for name, ranked in rankings.items():
@@ -381,6 +384,9 @@ def main(argv: list[str] | None = None) -> int:
                 "fusion recomputed here = shipped hybrid top 10:"
                 f" {fc['same_top10']}/{fc['queries']}"
             )
+        if "exact_check" in figures:
+            ec = figures["exact_check"]
+            print(f"semantic top 10 = exact cosine top 10: {ec['same_top10']}/{ec['queries']}")
         if "lsp" in figures:
             print(table("through engram-ls", figures["lsp"]["modes"]))
             print(f"engram-ls answers equal to the core's: {figures['lsp']['same_as_core']}")
