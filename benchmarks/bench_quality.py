@@ -2,7 +2,7 @@
 and ``hybrid`` on a labelled query set, through the core service.
 
     python benchmarks/bench_quality.py [VAULT] [--queries FILE] [--first N] [--variants]
-        [--model DIR ...] [--lsp] [--json OUT]
+        [--model DIR ...] [--distil DIR ...] [--lsp] [--json OUT]
 
 The vault (default: ``shared/vaults/dwarvesf-brain`` beside the repository, as the tests find
 it) is copied to a temporary folder, indexed and embedded with the shipped model, and every
@@ -22,10 +22,12 @@ changed; each variant is computed here):
   each its first 100 notes, with RRF k of 10 and 60. ``hybrid and k60`` is the shipped fusion
   recomputed here; ``fusion_check`` counts the queries where it gives the shipped top 10.
 
-``--model DIR`` (repeatable) builds a second index with that static model (a model2vec folder:
+``--model DIR`` (repeatable) builds another index with that static model (a model2vec folder:
 ``model.safetensors`` and ``tokenizer.json``, the config's ``semantic.model``) and reports the
-same figures. ``--lsp`` also runs the three modes through a real ``engram-ls`` process
-(``engram/search``), which must give the same figures as the core.
+same figures. ``--distil DIR`` does the same with a static model distilled from a BERT
+sentence-transformers folder (``Bert.distil``: model2vec's recipe, in numpy). ``--lsp`` also
+runs the three modes through a real ``engram-ls`` process (``engram/search``) on the same
+index and counts the queries where it answers as the core does.
 """
 
 from __future__ import annotations
@@ -249,6 +251,103 @@ def measure(
     return out
 
 
+# -- a static model distilled from a transformer -----------------------------------------------
+
+
+class Bert:
+    """A BERT sentence-transformers folder (``model.safetensors``, ``config.json``,
+    ``tokenizer.json``; all-MiniLM-L6-v2's shape) run with numpy, inference only: enough to
+    distil a static model from it (about 10 minutes of one core for a 30,000-token vocabulary;
+    as a model of its own, it embeds a chunk in about a second here, too slow to measure)."""
+
+    def __init__(self, folder: Path) -> None:
+        from safetensors import safe_open
+        from tokenizers import Tokenizer
+
+        with safe_open(os.fspath(folder / "model.safetensors"), framework="np") as st:
+            self.t = {k.removeprefix("bert."): st.get_tensor(k) for k in st.keys()}  # noqa: SIM118
+        config = json.loads((folder / "config.json").read_text())
+        self.heads = int(config["num_attention_heads"])
+        self.layers = int(config["num_hidden_layers"])
+        self.eps = float(config.get("layer_norm_eps", 1e-12))
+        self.tokenizer = Tokenizer.from_file(os.fspath(folder / "tokenizer.json"))
+        self.tokenizer.no_padding()
+        self.tokenizer.no_truncation()
+
+    def _norm(self, x: Any, name: str) -> Any:
+        import numpy as np
+
+        mean = x.mean(-1, keepdims=True)
+        var = ((x - mean) ** 2).mean(-1, keepdims=True)
+        return (x - mean) / np.sqrt(var + self.eps) * self.t[name + ".weight"] + self.t[
+            name + ".bias"
+        ]
+
+    def _dense(self, x: Any, name: str) -> Any:
+        return x @ self.t[name + ".weight"].T + self.t[name + ".bias"]
+
+    def hidden(self, ids: Any, mask: Any) -> Any:
+        """The last hidden states of a batch of token ids ([B, T]; mask 1 for real tokens)."""
+        import numpy as np
+
+        t = self.t
+        n, length = ids.shape
+        x = t["embeddings.word_embeddings.weight"][ids]
+        x = x + t["embeddings.position_embeddings.weight"][:length]
+        x = x + t["embeddings.token_type_embeddings.weight"][0]
+        x = self._norm(x, "embeddings.LayerNorm")
+        d = x.shape[-1] // self.heads
+        bias = ((1.0 - mask) * -1e4)[:, None, None, :].astype(np.float32)
+        for i in range(self.layers):
+            pre = f"encoder.layer.{i}."
+
+            def split(y: Any) -> Any:
+                return y.reshape(n, length, self.heads, d).transpose(0, 2, 1, 3)
+
+            q = split(self._dense(x, pre + "attention.self.query"))
+            k = split(self._dense(x, pre + "attention.self.key"))
+            v = split(self._dense(x, pre + "attention.self.value"))
+            att = q @ k.transpose(0, 1, 3, 2) / np.sqrt(d) + bias
+            att = np.exp(att - att.max(-1, keepdims=True))
+            att /= att.sum(-1, keepdims=True)
+            ctx = (att @ v).transpose(0, 2, 1, 3).reshape(n, length, -1)
+            x = self._norm(
+                x + self._dense(ctx, pre + "attention.output.dense"),
+                pre + "attention.output.LayerNorm",
+            )
+            h = self._dense(x, pre + "intermediate.dense")
+            h = 0.5 * h * (1 + np.tanh(0.7978845608 * (h + 0.044715 * h**3)))  # gelu
+            x = self._norm(x + self._dense(h, pre + "output.dense"), pre + "output.LayerNorm")
+        return x
+
+    def distil(self, dest: Path, dims: int = 256) -> Path:
+        """A static model2vec folder from this model, model2vec's recipe: every vocabulary
+        token alone between [CLS] and [SEP], its output vector; PCA to ``dims``; weighted by
+        SIF of a Zipf estimate of its frequency from its rank (the vocabulary order)."""
+        import numpy as np
+        from safetensors.numpy import save_file
+
+        vocab = self.t["embeddings.word_embeddings.weight"].shape[0]
+        cls = self.tokenizer.token_to_id("[CLS]")
+        sep = self.tokenizer.token_to_id("[SEP]")
+        rows = []
+        for start in range(0, vocab, 2048):
+            tok = np.arange(start, min(vocab, start + 2048))
+            ids = np.stack([np.full_like(tok, cls), tok, np.full_like(tok, sep)], axis=1)
+            rows.append(self.hidden(ids, np.ones(ids.shape, dtype=np.float32))[:, 1])
+        table = np.concatenate(rows).astype(np.float64)
+        table -= table.mean(0)
+        _, _, vt = np.linalg.svd(table, full_matrices=False)
+        table = table @ vt[:dims].T
+        proba = 1 / np.arange(2, vocab + 2)
+        proba /= proba.sum()
+        table *= (1e-4 / (1e-4 + proba))[:, None]
+        dest.mkdir(parents=True)
+        save_file({"embeddings": table.astype(np.float32)}, os.fspath(dest / "model.safetensors"))
+        self.tokenizer.save(os.fspath(dest / "tokenizer.json"))
+        return dest
+
+
 # -- through engram-ls -------------------------------------------------------------------------
 
 
@@ -335,6 +434,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--model", action="append", default=[], metavar="DIR", help="another static model"
     )
+    ap.add_argument(
+        "--distil",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a BERT sentence-transformers folder: measure a static model distilled from it",
+    )
     ap.add_argument("--lsp", action="store_true", help="also through a real engram-ls")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
@@ -345,14 +451,20 @@ def main(argv: list[str] | None = None) -> int:
     out: dict[str, Any] = {"queries": len(queries), "k": K, "rrf_k": RRF_K, "models": {}}
     try:
         vault = copy_vault(args.vault, tmp / "vault")
-        for n, model in enumerate([None, *args.model]):
+        models: list[tuple[str, Path | None]] = [("default", None)]
+        models += [("/".join(Path(m).parts[-2:]), Path(m)) for m in args.model]
+        for source in args.distil:
+            label = f"distilled from {Path(source).name}"
+            t0 = time.perf_counter()
+            models.append((label, Bert(Path(source)).distil(tmp / "distilled" / Path(source).name)))
+            print(f"{label}: {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+        for n, (label, model) in enumerate(models):
             index = tmp / f"index-{n}.sqlite"
-            label = "default" if model is None else "/".join(Path(model).parts[-2:])
-            folder = None if model is None else flattened(Path(model), tmp / f"m{n}" / label)
+            folder = None if model is None else flattened(model, tmp / f"m{n}" / model.name)
             engram = embedded(vault, index, None if folder is None else os.fspath(folder))
             try:
                 status = engram.status()
-                figures = measure(engram, index, queries, args.variants and model is None)
+                figures = measure(engram, index, queries, args.variants)
                 figures["model"] = status.semantic.model
                 figures["dims"] = status.semantic.dims
                 figures["notes"] = status.semantic.notes
