@@ -16,6 +16,9 @@ from typing import Any
 
 import pytest
 
+from engram_ls.core.semantic.model import missing_packages
+from tests.conftest import REAL_VAULT
+
 ROOT = Path(__file__).resolve().parents[1]
 
 QUERIES = [
@@ -131,3 +134,62 @@ def test_quick_benchmark_reports_every_metric(tmp_path: Path) -> None:
     notes = list(vault.rglob("*.md"))
     assert len(notes) == 2000
     assert not any(b"lspsaved" in n.read_bytes() for n in notes)
+
+
+QUALITY_MODES = ["text", "semantic", "hybrid", "semantic exact", "text or"] + [
+    f"hybrid {side} k{k}{exact}"
+    for side in ("and", "or")
+    for k in (10, 60)
+    for exact in ("", " exact")
+    if not (side == "and" and exact)
+]
+
+
+def test_quality_benchmark_on_a_few_queries(tmp_path: Path) -> None:
+    """bench_quality.py on its first four queries, with the variants: every mode and variant
+    has recall@10 and MRR in [0, 1] overall and per kind, and the fusion it recomputes is the
+    shipped hybrid's."""
+    if not REAL_VAULT.is_dir():
+        pytest.skip("the shared real vault is not present")
+    if missing_packages():
+        pytest.skip("the semantic extra is not installed")
+    out = tmp_path / "quality.json"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "bench_quality.py"),
+            str(REAL_VAULT),
+            "--first",
+            "4",
+            "--variants",
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert "recall@10" in proc.stdout and "hybrid or k10" in proc.stdout
+    assert not (REAL_VAULT / ".engram").exists()
+    data = json.loads(out.read_text())
+    assert data["queries"] == 4 and data["k"] == 10
+    figures = data["models"]["default"]
+    assert figures["dims"] == 256 and figures["notes"] > 800 and figures["chunks"] > 0
+    assert sorted(figures["modes"]) == sorted(QUALITY_MODES)
+    for name, row in figures["modes"].items():
+        assert row["all"]["queries"] == 4, name
+        assert 0 <= row["answered"] <= 4, name
+        for kind, cell in row.items():
+            if kind in ("answered", "latency"):
+                continue
+            for key in ("recall@10", "mrr"):
+                assert 0.0 <= cell[key] <= 1.0, (name, kind, cell)
+    for mode in ("text", "semantic", "hybrid"):
+        percentiles(figures["modes"][mode]["latency"])
+    assert figures["modes"]["semantic"]["answered"] == 4
+    assert figures["fusion_check"] == {"same_top10": 4, "queries": 4}
+    assert len(figures["per_query"]) == 4
+    first = figures["per_query"][0]
+    assert first["id"] == "q01" and set(first["first_relevant_rank"]) == set(QUALITY_MODES)
