@@ -19,8 +19,11 @@ changed; each variant is computed here):
 - ``text or``: the text side as FTS5 ``a OR b OR c`` of the query's words (BM25), instead of
   the default, where every word must occur;
 - ``hybrid ...``: reciprocal rank fusion of a text ranking (AND or OR) and the semantic ranking,
-  each its first 100 notes, with RRF k of 10 and 60. ``hybrid and k60`` is the shipped fusion
-  recomputed here; ``fusion_check`` counts the queries where it gives the shipped top 10.
+  each its first 100 notes, with RRF k of 10 and 60. The shipped ``hybrid`` fuses the
+  semantic ranking with BM25 over the query's informative words (``core/search/any_word.py``:
+  no stop words, the rarer words within a budget of matching notes) with RRF k 10;
+  ``fusion_check`` recomputes that here and counts the queries where it gives the shipped top
+  10.
 
 ``--model DIR`` (repeatable) builds another index with that static model (a model2vec folder:
 ``model.safetensors`` and ``tokenizer.json``, the config's ``semantic.model``) and reports the
@@ -110,6 +113,21 @@ def fuse(rankings: Sequence[Ranking], k: int, ids: dict[str, int]) -> Ranking:
     return sorted(score, key=lambda p: (-score[p], ids[p]))
 
 
+def shipped_text_side(engram: Engram, query: str, deep: dict[str, Any]) -> Ranking:
+    """The text side of the shipped ``hybrid`` (``core/search/any_word.py``), as a raw FTS5
+    search: what ``fusion_check`` fuses with the semantic ranking to recompute ``hybrid``."""
+    from engram_ls.core.search import make_plan, parse_request
+    from engram_ls.core.search.any_word import any_word_plan
+
+    plan = make_plan(parse_request({"query": query, "mode": "hybrid"}), engram.vault, engram.config)
+    conn = engram.index.conn()
+    notes = int(conn.execute("SELECT count(*) FROM notes").fetchone()[0])
+    side = any_word_plan(plan, conn, ("bench_quality", notes), notes, HYBRID_DEPTH)
+    if side is None:
+        return []
+    return paths(engram, {**deep, "query": side.fts_query, "raw_fts": True})
+
+
 def or_query(query: str) -> str | None:
     """The query's words as FTS5 ``"a" OR "b" OR ...`` (None when it has no word)."""
     words = list(dict.fromkeys(fts.tokenize(query)))
@@ -158,7 +176,7 @@ class ExactCosine:
         conn = sqlite3.connect(f"file:{index}?mode=ro", uri=True)
         try:
             rows = conn.execute(
-                "SELECT n.path, v.vec FROM chunks c JOIN vectors v ON v.key = c.key"
+                "SELECT n.path, v.vec FROM chunks c JOIN chunk_vectors v ON v.id = c.id"
                 " JOIN notes n ON n.id = c.note_id ORDER BY c.id"
             ).fetchall()
         finally:
@@ -224,7 +242,9 @@ def measure(
                 rankings[f"hybrid and k{k}"].append(fuse([text_and, sem], k, ids))
                 rankings[f"hybrid or k{k}"].append(fuse([text_or, sem], k, ids))
                 rankings[f"hybrid or k{k} exact"].append(fuse([text_or, sem_exact], k, ids))
-            agree += rankings[f"hybrid and k{RRF_K}"][i][:K] == shipped_hybrid[i][:K]
+            text_any = shipped_text_side(engram, q["query"], deep)
+            recomputed = fuse([text_any, sem], RRF_K, ids)
+            agree += recomputed[:K] == shipped_hybrid[i][:K]
             same_exact += sem_exact[:K] == rankings["semantic"][i][:K]
         checks["fusion_check"] = {"same_top10": agree, "queries": len(queries)}
         checks["exact_check"] = {"same_top10": same_exact, "queries": len(queries)}

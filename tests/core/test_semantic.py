@@ -459,3 +459,43 @@ def test_searches_while_notes_are_embedded_see_one_state(vault: Path, tmp_path: 
     t.join()
     assert not errors
     e.close()
+
+
+def test_a_model2vec_folder_with_a_mapping_and_weights(vault: Path, tmp_path: Path) -> None:
+    """Tokens sharing rows (``mapping``) with a weight each: the vector of a text is the mean
+    of its tokens' weighted rows; a mapping naming rows the model lacks is a load error."""
+    from safetensors.numpy import save_file
+
+    files = model_files(None)
+    default = load_model(None)
+    table = default.table.astype(np.float32)
+    rows = table[:500].copy()
+    mapping = (np.arange(len(table)) % 500).astype(np.int32)
+    weights = np.linspace(0.5, 1.5, len(table)).astype(np.float32)
+    folder = vault / "models" / "quantized"
+    folder.mkdir(parents=True)
+    save_file(
+        {"embeddings": rows, "mapping": mapping, "weights": weights},
+        str(folder / "model.safetensors"),
+    )
+    shutil.copy(files.tokenizer, folder / "tokenizer.json")
+    model = load_model("models/quantized", vault)
+    ids = np.asarray(model.tokenizer.encode("a flat tyre", add_special_tokens=False).ids)
+    want = (rows[mapping[ids]] * weights[ids][:, None]).mean(axis=0)
+    want /= np.linalg.norm(want)
+    assert np.allclose(model.embed(["a flat tyre"])[0], want, atol=1e-3)
+    config = EngramConfig.model_validate({"semantic": {"model": "models/quantized"}})
+    e = _engram(vault, tmp_path / "index.sqlite", config)
+    assert e.embed().notes == len(NOTES)
+    assert e.search({"query": "bicycle", "mode": "semantic"}).results
+    e.close()
+    bad = vault / "models" / "bad"
+    bad.mkdir()
+    save_file({"embeddings": rows, "mapping": mapping + 1000}, str(bad / "model.safetensors"))
+    shutil.copy(files.tokenizer, bad / "tokenizer.json")
+    config = EngramConfig.model_validate({"semantic": {"model": "models/bad"}})
+    e = _engram(vault, tmp_path / "bad.sqlite", config)
+    with pytest.raises(UnsupportedMode, match="names rows the model does not have"):
+        e.search({"query": "bicycle", "mode": "semantic"})
+    assert e.status().semantic.state == "failed"
+    e.close()

@@ -31,7 +31,7 @@ from engram_ls.core.index.rows import (
     now_iso,
 )
 from engram_ls.core.index.schema import DDL, SCHEMA_VERSION
-from engram_ls.core.serialize import NOT_JSON
+from engram_ls.core.serialize import NOT_JSON, OMIT_EMPTY
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -64,9 +64,9 @@ class IndexStatus:
     trigram_bytes: int | None = None
     """Bytes the trigram index took in the index file when the last full build ended (None
     when off or unknown)."""
-    semantic: Any = None
+    semantic: Any = field(default=None, metadata=OMIT_EMPTY)
     """Search by meaning (``core.semantic.engine.SemanticStatus``), filled in by the service."""
-    capabilities: dict[str, Any] | None = None
+    capabilities: dict[str, Any] | None = field(default=None, metadata=OMIT_EMPTY)
     """``{semantic: bool, model, dims}``: what this installation can answer, by the service."""
 
 

@@ -8,10 +8,11 @@ and their notes checked against the filters in SQL; when too few pass (a narrow 
 filter's notes are listed first and only their chunks are ranked. ``total`` counts the notes
 the candidates gave (the ranking is of the nearest chunks, not of every note).
 
-``hybrid``: reciprocal rank fusion of the text path's ranking (BM25, its first
-``HYBRID_DEPTH`` notes, same filters) and the semantic one: a note scores
-``1/(RRF_K + rank)`` from each ranking it is in, scaled by the best possible score so that
-scores are in [0, 1]. A query with no searchable word has no text side.
+``hybrid``: reciprocal rank fusion of a text ranking (BM25 over any of the query's
+informative words, ``core/search/any_word.py``: its first ``HYBRID_DEPTH`` notes, same
+filters) and the semantic one: a note scores ``1/(RRF_K + rank)`` from each ranking it is in,
+scaled by the best possible score so that scores are in [0, 1]. A query with no informative
+word has no text side.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import dataclasses
 import sqlite3
 from typing import TYPE_CHECKING, Any
 
+from engram_ls.core.search.any_word import any_word_plan
 from engram_ls.core.search.hits import SearchHit
 from engram_ls.core.search.index_path import IndexSearcher, _Filters
 from engram_ls.core.search.plan import Plan
@@ -33,7 +35,9 @@ CANDIDATES = 512
 FILTER_DEPTH = 4
 """With filters, how many times deeper the nearest chunks are looked up before the filter."""
 HYBRID_DEPTH = 100
-RRF_K = 60
+RRF_K = 10
+"""Reciprocal rank fusion's constant: small, so that the first notes of each ranking count
+most (on the labelled query set, hybrid's recall@10 is 0.831 with 10, 0.779 with 60)."""
 Ranked = list[tuple[int, float, int, str]]
 """(note id, score, line, snippet text), best first."""
 Near = list[tuple[int, float, int]]
@@ -159,8 +163,8 @@ class SemanticSearcher:
 
     def _hybrid(self, plan: Plan, f: _Filters, near: Near) -> tuple[list[SearchHit], int]:
         text_hits: list[SearchHit] = []
-        if plan.fts_query:
-            text_plan = dataclasses.replace(plan, mode="text", limit=HYBRID_DEPTH, offset=0)
+        text_plan = any_word_plan(plan, self.conn, self.state, self._notes(), HYBRID_DEPTH)
+        if text_plan is not None:
             text_hits, _ = self.searcher.text(text_plan, f)
         ids = self._ids([h.path for h in text_hits])
         score: dict[int, float] = {}
@@ -186,6 +190,10 @@ class SemanticSearcher:
             for n, s in window
         ]
         return self.searcher.page(plan, page), len(fused)
+
+    def _notes(self) -> int:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = 'notes'").fetchone()
+        return int(row[0]) if row is not None else 0
 
     def _ids(self, paths: list[str]) -> dict[str, int]:
         if not paths:

@@ -162,6 +162,10 @@ class Semantic:
         self._coverage = (key, answer)
         return answer
 
+    def fail(self, reason: str) -> None:
+        """Turn search by meaning off for this process, with the reason (status ``failed``)."""
+        self._error = reason
+
     def table(self) -> CodeTable:
         if self._table is None:
             from engram_ls.core.semantic.vectors import CodeTable

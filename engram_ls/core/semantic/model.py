@@ -148,8 +148,12 @@ class StaticModel:
         table = tensors.get(files.tensor)
         if table is None or table.ndim != 2 or table.shape[0] == 0:
             raise ModelError(f"model {files.name} has no 2-d tensor {files.tensor!r}")
-        if "weights" in tensors:  # model2vec's per-token weights, folded into the table
-            table = table.astype(np.float32) * tensors["weights"].astype(np.float32)[:, None]
+        mapping, weights = _mapping_and_weights(files.name, tensors, len(table))
+        if weights is not None and mapping is None:  # one weight per row: fold it in
+            table = table.astype(np.float32) * weights[:, None]
+            weights = None
+        self.weights = weights
+        """model2vec's per-token weights when a ``mapping`` shares rows between tokens."""
         self.table = table.astype(np.float16)
         """The token vectors as float16 (16 MiB for the default model): what a query needs."""
         self._fast: Any = None
@@ -157,7 +161,7 @@ class StaticModel:
         times slower, which only bulk embedding notices."""
         self._bulk = 0
         self._bulk_lock = threading.Lock()
-        self.mapping = tensors.get("mapping")
+        self.mapping = mapping
         self.tokenizer = tokenizer
         self.tokenizer.no_padding()
         self.tokenizer.no_truncation()
@@ -199,7 +203,12 @@ class StaticModel:
             if not len(ids):
                 continue
             if self.mapping is not None:
-                ids = self.mapping[np.clip(ids, 0, len(self.mapping) - 1)]
+                np.clip(ids, 0, len(self.mapping) - 1, out=ids)
+                vecs = table[self.mapping[ids]].astype(np.float32)
+                if self.weights is not None:
+                    vecs *= self.weights[ids][:, None]
+                out[i] = vecs.sum(axis=0) / len(ids)
+                continue
             np.clip(ids, 0, rows - 1, out=ids)
             # One text's rows at a time: summing a small block is several times faster than
             # np.add.reduceat over a batch, and float16 rows are summed as float32.
@@ -208,6 +217,28 @@ class StaticModel:
         np.divide(out, norms, out=out, where=norms > 0)
         out[~np.isfinite(out).all(axis=1)] = 0.0
         return out
+
+
+def _mapping_and_weights(name: str, tensors: dict[str, Any], rows: int) -> tuple[Any, Any]:
+    """model2vec's optional ``mapping`` (token → row, when tokens share rows) and ``weights``
+    (one per token), checked: a model that does not hold together is a ModelError, never an
+    error at the first text embedded."""
+    import numpy as np
+
+    mapping = tensors.get("mapping")
+    weights = tensors.get("weights")
+    if mapping is not None:
+        if mapping.ndim != 1 or not np.issubdtype(mapping.dtype, np.integer) or not len(mapping):
+            raise ModelError(f"model {name}: 'mapping' is not a list of row numbers")
+        if int(mapping.min()) < 0 or int(mapping.max()) >= rows:
+            raise ModelError(f"model {name}: 'mapping' names rows the model does not have")
+        mapping = mapping.astype(np.int64)
+    if weights is not None:
+        tokens = len(mapping) if mapping is not None else rows
+        if weights.ndim != 1 or len(weights) != tokens:
+            raise ModelError(f"model {name}: 'weights' has {weights.shape}, not one per token")
+        weights = weights.astype(np.float32)
+    return mapping, weights
 
 
 def load_model(spec: str | None, vault_root: Path | None = None) -> StaticModel:

@@ -15,6 +15,7 @@ again whole.
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 import threading
 from collections.abc import Sequence
@@ -36,13 +37,38 @@ FAR = WORDS * 64 + 1
 READ_ROWS = 20_000
 
 
+BITS = WORDS * 64
+
+
 def code_of(vectors: npt.NDArray[np.float32]) -> list[bytes]:
-    """The sign bits of each row's first 256 dimensions, as 32 bytes (zero-padded)."""
-    bits = np.zeros((len(vectors), WORDS * 64), dtype=bool)
-    dims = min(vectors.shape[1], WORDS * 64) if len(vectors) else 0
-    bits[:, :dims] = vectors[:, :dims] > 0
-    packed = np.packbits(bits, axis=1)
-    return [bytes(row) for row in packed]
+    """Each row's 256 bits, as 32 bytes: the signs of a 256-dimension vector (the default
+    model is trained for them), else the signs of its projection on 256 fixed random
+    directions (SimHash: the bits of a 64-dimension model's signs alone would tie often)."""
+    if not len(vectors):
+        return []
+    dims = vectors.shape[1]
+    signs = vectors if dims == BITS else vectors @ _directions(dims)
+    return [bytes(row) for row in np.packbits(signs > 0, axis=1)]
+
+
+_DIRECTIONS: dict[int, npt.NDArray[np.float32]] = {}
+
+
+def _directions(dims: int) -> npt.NDArray[np.float32]:
+    """(dims, 256) of ±1, the same in every process and version (from a hash, not a random
+    generator whose stream could change)."""
+    found = _DIRECTIONS.get(dims)
+    if found is None:
+        rows = [
+            np.unpackbits(
+                np.frombuffer(
+                    hashlib.blake2b(f"{dims}:{i}".encode(), digest_size=32).digest(), dtype=np.uint8
+                )
+            )
+            for i in range(dims)
+        ]
+        found = _DIRECTIONS[dims] = np.array(rows, dtype=np.float32) * 2 - 1
+    return found
 
 
 def to_blob(vectors: npt.NDArray[np.float32]) -> list[bytes]:

@@ -71,6 +71,10 @@ class EmbeddingWorker(Background):
                         self.engram.vault.root,
                         exc,
                     )
+                except Exception as exc:  # a defect, or a model failing on some text
+                    log.exception("embedding in %s failed", self.engram.vault.root)
+                    self.engram.semantic.fail(f"embedding failed: {exc!r}")
+                    return
                 else:
                     seen = gen
                     self.passes += 1
