@@ -499,3 +499,27 @@ def test_a_model2vec_folder_with_a_mapping_and_weights(vault: Path, tmp_path: Pa
         e.search({"query": "bicycle", "mode": "semantic"})
     assert e.status().semantic.state == "failed"
     e.close()
+
+
+def test_nearest_chunks_by_hamming_distance_among_some_notes() -> None:
+    """The in-memory table on its own: distances up to 256 (all bits differ), ties in table
+    order, and the chunks of given notes only (the path of a narrow filter)."""
+    from engram_ls.core.semantic.vectors import Codes, CodeTable
+
+    words = np.zeros((4, 6), dtype=np.uint64)
+    words[:, 1] = np.iinfo(np.uint64).max  # all 256 bits differ from the zero code
+    words[0, 2] = 1  # one bit
+    words[0, 3] = 3  # two bits
+    words[0, 4] = 1
+    table = CodeTable()
+    table.codes = Codes(
+        np.arange(10, 16, dtype=np.int64), np.array([1, 2, 3, 4, 5, 6], np.int32), words
+    )
+    zero = bytes(32)
+    assert table.distances(zero).tolist() == [0, 256, 1, 2, 1, 0]
+    ids, notes = table.nearest(zero, 6)
+    assert ids.tolist() == [10, 15, 12, 14, 13, 11]
+    ids, notes = table.nearest(zero, 3, among=[2, 4, 6])
+    assert notes.tolist() == [6, 4, 2] and ids.tolist() == [15, 13, 11]
+    ids, _ = table.nearest(zero, 10, among=[])
+    assert ids.tolist() == []

@@ -166,11 +166,14 @@ class CodeTable:
         )
         return joined, last
 
-    def distances(self, code: bytes, codes: Codes | None = None) -> npt.NDArray[np.uint64]:
+    def distances(self, code: bytes, codes: Codes | None = None) -> npt.NDArray[np.uint16]:
         """Hamming distance from ``code`` to every chunk, in table order."""
         words = (codes or self.codes).words
         q = np.frombuffer(code, dtype=">u8").astype(np.uint64)
-        total: npt.NDArray[np.uint64] = np.bitwise_count(np.bitwise_xor(words[0], q[0]))
+        # bitwise_count gives uint8: the sum (up to 256) is kept in 16 bits.
+        total: npt.NDArray[np.uint16] = np.bitwise_count(np.bitwise_xor(words[0], q[0])).astype(
+            np.uint16
+        )
         for w in range(1, WORDS):
             total += np.bitwise_count(np.bitwise_xor(words[w], q[w]))
         return total
