@@ -88,10 +88,10 @@ class SemanticSearcher:
         from engram_ls.core.semantic.vectors import from_blobs
 
         self.semantic.model()
-        rows = store.chunk_vectors(self.conn, store.note_chunk_ids(self.conn, note_id))
-        if not rows:
+        blobs = store.vectors_of(self.conn, store.note_chunk_ids(self.conn, note_id))
+        if not blobs:
             return []
-        q = from_blobs([r[2] for r in rows]).mean(axis=0)
+        q = from_blobs(list(blobs.values())).mean(axis=0)
         norm = float((q @ q) ** 0.5)
         if not norm:
             return []
@@ -126,19 +126,20 @@ class SemanticSearcher:
             passing = self._passing(filters, sorted(set(notes.tolist())))
             keep = np.isin(notes, np.fromiter(passing, dtype=np.int32, count=len(passing)))
             if len(passing) >= need or len(ids) < FILTER_DEPTH * k:
-                ids = ids[keep][:k]
+                ids, notes = ids[keep][:k], notes[keep][:k]
             else:  # a narrow filter: rank only its notes' chunks
                 sql, params = filters.ids_query(ordered=False)
                 allowed = [int(r[0]) for r in self.conn.execute(sql, params)]
-                ids, _ = table.nearest(code, k, among=allowed)
+                ids, notes = table.nearest(code, k, among=allowed)
         if plan is not None:
             plan.check()
-        rows = store.chunk_vectors(self.conn, ids.tolist())
-        if not rows:
+        blobs = store.vectors_of(self.conn, ids.tolist())
+        found = [(c, n) for c, n in zip(ids.tolist(), notes.tolist(), strict=True) if c in blobs]
+        if not found:
             return []
-        cos = from_blobs([r[2] for r in rows]) @ q
+        cos = from_blobs([blobs[c] for c, _ in found]) @ q
         best: dict[int, tuple[float, int]] = {}
-        for (chunk, note_id, _), c in zip(rows, cos.tolist(), strict=True):
+        for (chunk, note_id), c in zip(found, cos.tolist(), strict=True):
             if note_id != exclude and (note_id not in best or c > best[note_id][0]):
                 best[note_id] = (c, chunk)
         ranked = sorted(best.items(), key=lambda it: (-it[1][0], it[0]))

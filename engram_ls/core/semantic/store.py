@@ -174,22 +174,26 @@ def codes_after(
     ]
 
 
-def chunk_vectors(conn: sqlite3.Connection, ids: Sequence[int]) -> list[tuple[int, int, bytes]]:
-    """(chunk id, note id, vector) of those chunks of ``ids`` that still stand for a note."""
-    out: list[tuple[int, int, bytes]] = []
+def vectors_of(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, bytes]:
+    """The stored vectors of those chunks of ``ids`` that still have one, by chunk id (read by
+    rowid alone: the caller knows each chunk's note, and orphans' ids from ``orphan_ids``)."""
+    out: dict[int, bytes] = {}
     ordered = sorted(ids)
     for i in range(0, len(ordered), _IN_MAX):
         part = ordered[i : i + _IN_MAX]
         marks = ",".join("?" * len(part))
-        out.extend(
-            (int(c), int(n), bytes(v))
-            for c, n, v in conn.execute(
-                "SELECT c.id, c.note_id, v.vec FROM chunk_vectors v JOIN chunks c ON c.id = v.id"
-                f" WHERE v.id IN ({marks}) AND c.note_id > 0",
-                part,
+        out.update(
+            (int(c), bytes(v))
+            for c, v in conn.execute(
+                f"SELECT id, vec FROM chunk_vectors WHERE id IN ({marks})", part
             )
         )
     return out
+
+
+def orphan_ids(conn: sqlite3.Connection) -> list[int]:
+    """The chunks that no longer stand for a note (until ``collect`` deletes them)."""
+    return [int(r[0]) for r in conn.execute("SELECT id FROM chunks WHERE note_id = 0")]
 
 
 def chunk_places(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, tuple[int, str]]:
@@ -220,7 +224,6 @@ __all__ = [
     "NoteChunks",
     "bump",
     "chunk_places",
-    "chunk_vectors",
     "codes_after",
     "collect",
     "counts",
@@ -231,7 +234,9 @@ __all__ = [
     "live_chunks",
     "model_key",
     "note_chunk_ids",
+    "orphan_ids",
     "pending",
     "use_model",
+    "vectors_of",
     "write",
 ]

@@ -89,11 +89,25 @@ class Codes(NamedTuple):
     notes: npt.NDArray[np.int32]
     words: npt.NDArray[np.uint64]
     """(WORDS, n): each chunk's sign bits as four columns of 64-bit words."""
+    dead: int = 0
+    """Chunks orphaned since they were read (their note 0 here): never returned."""
 
 
 _EMPTY = Codes(
     np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros((WORDS, 0), np.uint64)
 )
+
+
+def _without(codes: Codes, orphans: Sequence[int]) -> Codes:
+    """``codes`` with the chunks ``orphans`` marked dead (note 0), in a copy."""
+    if not orphans or not len(codes.ids):
+        return codes
+    gone = np.isin(codes.ids, np.asarray(orphans, dtype=np.int64)) & (codes.notes != 0)
+    if not gone.any():
+        return codes
+    notes = codes.notes.copy()
+    notes[gone] = 0
+    return codes._replace(notes=notes, dead=int((notes == 0).sum()))
 
 
 class CodeTable:
@@ -134,10 +148,10 @@ class CodeTable:
             codes, last = self._read(
                 conn, _EMPTY if whole else self.codes, 0 if whole else self.last
             )
-            if not whole and len(codes.ids) - store.live_chunks(conn) > DEAD_SHARE * max(
-                len(codes.ids), 1
-            ):
-                codes, last = self._read(conn, _EMPTY, 0)
+            if not whole:
+                codes = _without(codes, store.orphan_ids(conn))
+                if len(codes.ids) - store.live_chunks(conn) > DEAD_SHARE * max(len(codes.ids), 1):
+                    codes, last = self._read(conn, _EMPTY, 0)
             self.codes, self.last, self.state = codes, last, state
 
     @staticmethod
@@ -185,6 +199,9 @@ class CodeTable:
         notes ``among``, when given), nearest first (ties in table order)."""
         codes = self.codes
         d = self.distances(code, codes)
+        if codes.dead:
+            d[codes.notes == 0] = FAR
+            k = min(k, len(d) - codes.dead)
         if among is not None:
             mask = self._mask(codes, among)
             d[~mask] = FAR
