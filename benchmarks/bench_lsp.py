@@ -661,6 +661,8 @@ async def semantic_rounds(vault: Path, index: Path, repeat: int, rounds: int) ->
                 async def one(params: dict[str, Any] = params, s: Session = s) -> Any:
                     return await s.search(**params)
 
+                if name.endswith("(baseline)") and "rss_semantic_mib" not in row:
+                    row["rss_semantic_mib"] = b.rss_mib(s.pid)  # after the semantic kinds
                 stats, res = await b.timed(one, repeat)
                 row["kinds"][name] = {**stats, "total": res["total"]}
             row["rss_after_mib"] = b.rss_mib(s.pid)

@@ -19,7 +19,8 @@ MODEL_KEY = "semantic_model"
 """meta key: the key of the model the chunks were made with."""
 GENERATION_KEY = "semantic_generation"
 """meta key: increases with every committed change of the chunks by the embedder."""
-_IN_MAX = 500
+_IN_MAX = 999
+"""Values bound in one ``IN (...)`` (SQLite's default limit of variables is far higher)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,12 +183,7 @@ def vectors_of(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, bytes]
     for i in range(0, len(ordered), _IN_MAX):
         part = ordered[i : i + _IN_MAX]
         marks = ",".join("?" * len(part))
-        out.update(
-            (int(c), bytes(v))
-            for c, v in conn.execute(
-                f"SELECT id, vec FROM chunk_vectors WHERE id IN ({marks})", part
-            )
-        )
+        out.update(conn.execute(f"SELECT id, vec FROM chunk_vectors WHERE id IN ({marks})", part))
     return out
 
 
