@@ -220,6 +220,15 @@ class Engram:
             pass
         return self.semantic.status(None)
 
+    def prepare_semantic(self) -> None:
+        """Read the chunks' codes into memory now (1.4 s at 100,000 notes), so that the first
+        search by meaning does not wait for it: the servers call it after each pass."""
+        with self.health.reading() as r:
+            if r.servable:
+                state = (self.index.opened_file(), r.status.generation if r.status else 0)
+                searcher = IndexSearcher(r.conn, self.vault, self.config)
+                SemanticSearcher(r.conn, searcher, self.semantic, state).refresh()
+
     def embed(
         self, *, progress: ProgressFn | None = None, stop: threading.Event | None = None
     ) -> EmbedReport:

@@ -7,8 +7,8 @@ more (recall@10 0.770 against 0.000). Its words are chosen so that ranking stays
 stop word (``how``, ``the``, ``do``, …), and the rarer words first for as long as the notes
 holding them number at most ``ROWS_BUDGET`` (or ``NOTES_SHARE`` of the notes, if more) in
 all: BM25 costs about 0.7 µs a matching note, and a word in half of 100,000 notes would cost
-35 ms while telling little (its IDF is near 0). How many notes hold a word comes from FTS5's
-vocabulary (``fts5vocab``), counted once per word and state of the index.
+35 ms while telling little (its IDF is near 0). How many notes hold a word is counted from
+FTS5 once per word and state of the index.
 """
 
 from __future__ import annotations
@@ -48,15 +48,16 @@ def _notes_with(conn: sqlite3.Connection, state: object, words: list[str]) -> di
             known = _counts[state] = {}
         missing = [w for w in words if w not in known]
     if missing:
-        conn.execute(_VOCAB)
-        marks = ",".join("?" * len(missing))
-        found = dict.fromkeys(missing, 0)
-        found.update(
-            (str(t), int(d))
-            for t, d in conn.execute(
-                f"SELECT term, doc FROM temp.engram_vocab WHERE term IN ({marks})", missing
+        # One count of the word's matches each (FTS5 reads its doclist; a read-only
+        # connection cannot create the fts5vocab table that would say the same).
+        found = {
+            w: int(
+                conn.execute(
+                    "SELECT count(*) FROM notes_fts WHERE notes_fts MATCH ?", (fts.quoted(w),)
+                ).fetchone()[0]
             )
-        )
+            for w in missing
+        }
         with _lock:
             known.update(found)
     return {w: known.get(w, 0) for w in words}

@@ -77,6 +77,13 @@ class SemanticSearcher:
         places = store.chunk_places(self.conn, [chunk for _, _, chunk in near])
         return [(n, score, *places.get(chunk, (1, ""))) for n, score, chunk in near]
 
+    def refresh(self) -> str | None:
+        """Bring the in-memory code table in line with this snapshot; the model key of its
+        chunks."""
+        key = store.model_key(self.conn)
+        self.semantic.table().refresh(self.conn, (*self.state, key, store.generation(self.conn)))
+        return key
+
     def nearest(self, plan: Plan, filters: _Filters, need: int) -> Near:
         """The notes nearest the plan's query, best first (see the module's doc)."""
         model = self.semantic.model()
@@ -113,8 +120,7 @@ class SemanticSearcher:
 
         model = self.semantic.model()
         table = self.semantic.table()
-        key = store.model_key(self.conn)
-        table.refresh(self.conn, (*self.state, key, store.generation(self.conn)))
+        key = self.refresh()
         if key != model.key or not len(table) or not q.any():
             return []  # nothing embedded by this model yet; a query of no known word
         code = code_of(q[None, :])[0]

@@ -209,6 +209,15 @@ def note_chunk_ids(conn: sqlite3.Connection, note_id: int) -> list[int]:
     return [int(r[0]) for r in conn.execute("SELECT id FROM chunks WHERE note_id = ?", (note_id,))]
 
 
+def live_chunks_after(conn: sqlite3.Connection, after: int) -> int:
+    """Chunks with ids above ``after`` that stand for a note."""
+    return int(
+        conn.execute(
+            "SELECT count(*) FROM chunks WHERE id > ? AND note_id > 0", (after,)
+        ).fetchone()[0]
+    )
+
+
 def live_chunks(conn: sqlite3.Connection) -> int:
     """Chunks that stand for a note (orphans left out)."""
     return int(conn.execute("SELECT count(*) FROM chunks WHERE note_id > 0").fetchone()[0])
@@ -228,6 +237,7 @@ __all__ = [
     "has_orphans",
     "known_vectors",
     "live_chunks",
+    "live_chunks_after",
     "model_key",
     "note_chunk_ids",
     "orphan_ids",

@@ -78,6 +78,7 @@ class EmbeddingWorker(Background):
                 else:
                     seen = gen
                     self.passes += 1
+                    self.engram.prepare_semantic()
                     if self.done is not None:
                         self.done(report)
             self._kick.wait(TICK_S)
