@@ -301,6 +301,9 @@ class Semantic:
         finally:
             if bulk is not None:
                 bulk.__exit__(None, None, None)
+                from engram_ls.core.semantic.vectors import give_back
+
+                give_back()  # the float32 table and the batches' garbage
             self.running = False
             if progress is not None and finished < total:
                 progress(total, total)  # the pass ended (stopped or failed): no progress left open

@@ -99,9 +99,10 @@ _EMPTY = Codes(
 )
 
 
-def _give_back() -> None:
-    """Return freed heap memory to the system after a whole table was read (glibc keeps the
-    slices' garbage otherwise: ~11 MiB at 260,000 chunks). Nothing elsewhere."""
+def give_back() -> None:
+    """Return freed heap memory to the system after a whole table was read or a large pass
+    ended (glibc keeps the garbage otherwise: ~11 MiB for a table of 260,000 chunks). Nothing
+    where there is no glibc."""
     try:
         libc = ctypes.CDLL("libc.so.6")
         libc.malloc_trim(0)
@@ -192,7 +193,7 @@ class CodeTable:
             at, last = end, int(rows[-1][0])
         joined = Codes(ids[:at], notes[:at], words[:, :at], codes.dead)
         if not n:
-            _give_back()
+            give_back()
         return joined, last
 
     def distances(self, code: bytes, codes: Codes | None = None) -> npt.NDArray[np.uint16]:
@@ -243,4 +244,4 @@ class CodeTable:
         return lut[codes.notes]
 
 
-__all__ = ["CODE_BYTES", "CodeTable", "code_of", "from_blobs", "to_blob"]
+__all__ = ["CODE_BYTES", "CodeTable", "Codes", "code_of", "from_blobs", "give_back", "to_blob"]
