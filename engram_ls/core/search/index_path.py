@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -226,6 +226,8 @@ class IndexSearcher:
         self.served_by: ServedBy = "index"
         """Which path answered the last ``run``: ``scan`` when ripgrep read every file."""
         conn.create_function("engram_glob", 2, _glob_match, deterministic=True)
+        self._ranking: list[int] | None = None
+        """While ``text_ranking`` runs: where the ranked note ids go instead of hits."""
 
     def run(self, plan: Plan) -> tuple[list[SearchHit], int]:
         self.served_by = "index"
@@ -250,13 +252,27 @@ class IndexSearcher:
         """The notes passing a filter of large topics alone, from memory (else None)."""
         return self._topic_set(f)
 
-    def page(self, plan: Plan, ranked: list[tuple[int, float, int, str]]) -> list[SearchHit]:
-        """The hits of (note id, score, line, text of the snippet), in that order."""
+    def text_ranking(self, plan: Plan, f: _Filters) -> list[int]:
+        """The notes the text path ranks first for ``plan`` (its page), best first: its
+        ranking alone, without the hits' snippets (which read every body)."""
+        self._ranking = []
+        try:
+            self._text(plan, f)
+            return self._ranking
+        finally:
+            self._ranking = None
+
+    def page(
+        self, plan: Plan, ranked: Sequence[tuple[int, float, int | None, str | None]]
+    ) -> list[SearchHit]:
+        """The hits of (note id, score, line, text of the snippet), in that order; a line of
+        None: the snippet is found in the note's body by the plan's words, as in text mode."""
         rows = self._rows([r[0] for r in ranked])
         by_id = {r[0]: r for r in ranked}
         for row in rows:
             _, row.score, line, text = by_id[row.id]
-            row.extra["line"] = (line, text)
+            if line is not None:
+                row.extra["line"] = (line, text or "")
         return self._hits(plan, rows)
 
     def _filters(self, plan: Plan) -> _Filters | None:
@@ -472,6 +488,9 @@ class IndexSearcher:
         )
 
     def _ranked_hits(self, plan: Plan, ranked: list[tuple[Any, Any]]) -> list[SearchHit]:
+        if self._ranking is not None:  # text_ranking: the order is all that is wanted
+            self._ranking.extend(int(i) for i, _ in ranked)
+            return []
         scores = {int(i): round(-float(r), 4) for i, r in ranked}
         rows = self._rows([int(i) for i, _ in ranked])
         for row in rows:

@@ -169,49 +169,33 @@ class SemanticSearcher:
         return out
 
     def _hybrid(self, plan: Plan, f: _Filters, near: Near) -> tuple[list[SearchHit], int]:
-        text_hits: list[SearchHit] = []
         text_plan = any_word_plan(plan, self.conn, self.state, self._notes(), HYBRID_DEPTH)
-        if text_plan is not None:
-            text_hits, _ = self.searcher.text(text_plan, f)
-        ids = self._ids([h.path for h in text_hits])
+        by_words = self.searcher.text_ranking(text_plan, f) if text_plan is not None else []
         score: dict[int, float] = {}
         chunk_of: dict[int, int] = {}
         for rank, (note_id, _, chunk) in enumerate(near[:HYBRID_DEPTH], 1):
             score[note_id] = 1 / (RRF_K + rank)
             chunk_of[note_id] = chunk
-        shown: dict[int, tuple[int, str]] = {}
-        for rank, hit in enumerate(text_hits, 1):
-            if hit.path not in ids:
-                continue
-            note_id = ids[hit.path]
+        for rank, note_id in enumerate(by_words, 1):
             score[note_id] = score.get(note_id, 0.0) + 1 / (RRF_K + rank)
-            shown[note_id] = (hit.line, hit.snippet)
+        found_by_words = set(by_words)
         top = 2 / (RRF_K + 1)
         fused = sorted(score.items(), key=lambda it: (-it[1], it[0]))
         window = fused[plan.offset : plan.offset + plan.limit]
+        # A note its words found shows the line they are on (found in its body, as text mode
+        # does); one found by meaning alone, its nearest chunk.
         places = store.chunk_places(
-            self.conn, [chunk_of[n] for n, _ in window if n not in shown and n in chunk_of]
+            self.conn, [chunk_of[n] for n, _ in window if n not in found_by_words]
         )
-        page = [
-            (n, min(1.0, s / top), *(shown.get(n) or places.get(chunk_of.get(n, 0), (1, ""))))
-            for n, s in window
-        ]
-        return self.searcher.page(plan, page), len(fused)
+        page: list[tuple[int, float, int | None, str | None]] = []
+        for n, s in window:
+            line, text = (None, None) if n in found_by_words else places.get(chunk_of[n], (1, ""))
+            page.append((n, min(1.0, s / top), line, text))
+        return self.searcher.page(text_plan or plan, page), len(fused)
 
     def _notes(self) -> int:
         row = self.conn.execute("SELECT value FROM meta WHERE key = 'notes'").fetchone()
         return int(row[0]) if row is not None else 0
-
-    def _ids(self, paths: list[str]) -> dict[str, int]:
-        if not paths:
-            return {}
-        marks = ",".join("?" * len(paths))
-        return {
-            str(p): int(i)
-            for i, p in self.conn.execute(
-                f"SELECT id, path FROM notes WHERE path IN ({marks})", paths
-            )
-        }
 
 
 __all__ = ["CANDIDATES", "HYBRID_DEPTH", "RRF_K", "SemanticSearcher"]
