@@ -1,7 +1,8 @@
 """The one retry back-off: how long to wait before trying a failed update again.
 
 The language server (``lsp/vaults.py``) and the vault watcher (``core/watch.py``) both bring
-an index that is behind up to date (``Engram.catch_up``) on this schedule.
+an index that is behind up to date (``Engram.catch_up``) on this schedule; the embedding worker
+(``core/semantic/worker.py``) tries a failed pass again on it.
 """
 
 from __future__ import annotations

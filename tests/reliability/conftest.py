@@ -13,13 +13,13 @@ from tests.reliability.helpers import IS_ROOT
 
 @pytest.fixture
 def tmpfs(tmp_path: Path) -> Iterator[Path]:
-    """A 256 KiB tmpfs mounted for the test (a disk that fills up); unmounted afterwards."""
+    """A 512 KiB tmpfs mounted for the test (a disk that fills up); unmounted afterwards."""
     if not IS_ROOT:
         pytest.skip("needs root to mount a small tmpfs")
     mnt = tmp_path / "small-disk"
     mnt.mkdir()
     proc = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mnt)],
+        ["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mnt)],
         capture_output=True,
         text=True,
     )

@@ -238,7 +238,7 @@ async def test_exclusive_lock_blocks_even_readers(
 def test_full_disk_for_the_index(
     generated: Callable[..., Path], tmp_path: Path, tmpfs: Path
 ) -> None:
-    """The index lives on a 256 KiB tmpfs that fills up during the build: the build fails with
+    """The index lives on a 512 KiB tmpfs that fills up during the build: the build fails with
     ENGRAM_INDEX_UNAVAILABLE, searches answer by scanning with the same results, no note is
     touched; once there is room again, catching up gives the fresh-build index."""
     root = generated(1500)

@@ -108,7 +108,7 @@ async def test_write_tools_report_the_write_when_the_index_disk_is_full(
         assert found["index"]["served_by"] == "scan"
         assert sorted(h["path"] for h in found["results"]) == ["e-python.md", "full/new.md"]
 
-        grow(tmpfs)  # room again (the WAL alone outgrows the 256 KiB before a checkpoint)
+        grow(tmpfs)  # room again (the WAL alone outgrows the 512 KiB before a checkpoint)
 
         async def caught_up() -> bool:
             res = await tool(client, "search_notes", {"tags": ["fulldisk"]})
