@@ -22,7 +22,6 @@ from engram_ls.core.librarian import Librarian, LibrarianReport
 from engram_ls.core.search import RequestField, SearchResponse, request_fields
 from engram_ls.core.search.request import SEMANTIC_MODES
 from engram_ls.core.semantic.engine import EmbedReport
-from engram_ls.core.semantic.model import missing_packages
 from engram_ls.core.serialize import json_value
 from engram_ls.core.service import Engram, default_index_path
 from engram_ls.core.sync import Change, SyncReport
@@ -103,7 +102,7 @@ def _embed(engram: Engram) -> EmbedReport | None:
     """Embed the notes not embedded yet (search by meaning), when the extra is installed and
     the config does not turn it off; None when it is not available (said on stderr when it
     failed)."""
-    if engram.unavailable or not engram.semantic.enabled or missing_packages():
+    if engram.unavailable or not engram.semantic.available:
         return None
     bar = Progress(sys.stderr, "embedding")
     try:

@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 
 from engram_ls.core.model import Note
+from engram_ls.core.search.hits import make_snippet
 
 TARGET_CHARS = 800
 MAX_CHARS = 1600
@@ -35,7 +36,7 @@ class Chunk:
     text: str
     """What is embedded: the note's title, then the section's text."""
     snippet: str
-    """The chunk's own text, whitespace collapsed, cut to ``SNIPPET_CHARS``."""
+    """The chunk's own text as one line of at most ``SNIPPET_CHARS`` (``make_snippet``)."""
 
 
 def chunk_key(model_key: str, text: str) -> bytes:
@@ -108,19 +109,18 @@ def chunk_note(note: Note) -> list[Chunk]:
     summary = (note.summary or "").strip()
     if not pieces:
         text = "\n".join(x for x in (head, summary) if x)
-        return [Chunk(line=1, text=text, snippet=_snippet(summary or head))]
+        return [Chunk(line=1, text=text, snippet=make_snippet(summary or head, SNIPPET_CHARS))]
     chunks: list[Chunk] = []
     for n, (line, text) in enumerate(pieces):
         lead = [head, summary] if n == 0 and summary else [head]
         chunks.append(
-            Chunk(line=line, text="\n".join([*lead, text]).strip(), snippet=_snippet(text))
+            Chunk(
+                line=line,
+                text="\n".join([*lead, text]).strip(),
+                snippet=make_snippet(text, SNIPPET_CHARS),
+            )
         )
     return chunks
-
-
-def _snippet(text: str) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= SNIPPET_CHARS else flat[: SNIPPET_CHARS - 1] + "…"
 
 
 __all__ = ["MAX_CHARS", "MAX_CHUNKS", "TARGET_CHARS", "Chunk", "chunk_key", "chunk_note"]

@@ -19,6 +19,7 @@ with the ``semantic`` extra; this module imports them only when a model is loade
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import importlib.util
 import os
@@ -52,9 +53,11 @@ class ModelError(EngramError):
     code = "ENGRAM_UNSUPPORTED_MODE"
 
 
-def missing_packages() -> list[str]:
-    """The packages of the ``semantic`` extra that are not installed (none: it is)."""
-    return [name for name in _NEEDS if importlib.util.find_spec(name) is None]
+@functools.cache
+def missing_packages() -> tuple[str, ...]:
+    """The packages of the ``semantic`` extra that are not installed (none: it is); looked up
+    once per process (every status and search by meaning asks)."""
+    return tuple(name for name in _NEEDS if importlib.util.find_spec(name) is None)
 
 
 def unavailable_error(detail: str | None = None) -> UnsupportedMode:

@@ -14,11 +14,16 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 MODEL_KEY = "semantic_model"
 """meta key: the key of the model the chunks were made with."""
 GENERATION_KEY = "semantic_generation"
 """meta key: increases with every committed change of the chunks by the embedder."""
+DIMS_KEY = "semantic_dims"
+"""meta key: the dimensions of that model's vectors."""
 _IN_MAX = 999
 """Values bound in one ``IN (...)`` (SQLite's default limit of variables is far higher)."""
 
@@ -35,27 +40,40 @@ class NoteChunks:
     """(line, key, code, snippet) in file order."""
 
 
-def _batches(items: Sequence[bytes]) -> Iterator[Sequence[bytes]]:
+def _batches(items: Sequence[T]) -> Iterator[Sequence[T]]:
     for i in range(0, len(items), _IN_MAX):
         yield items[i : i + _IN_MAX]
 
 
+def _meta(conn: sqlite3.Connection, key: str) -> Any:
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return None if row is None else row[0]
+
+
 def model_key(conn: sqlite3.Connection) -> str | None:
-    row = conn.execute("SELECT value FROM meta WHERE key = ?", (MODEL_KEY,)).fetchone()
-    return None if row is None else str(row[0])
+    value = _meta(conn, MODEL_KEY)
+    return None if value is None else str(value)
 
 
 def generation(conn: sqlite3.Connection) -> int:
-    row = conn.execute("SELECT value FROM meta WHERE key = ?", (GENERATION_KEY,)).fetchone()
-    return int(row[0]) if row is not None else 0
-
-
-DIMS_KEY = "semantic_dims"
+    value = _meta(conn, GENERATION_KEY)
+    return 0 if value is None else int(value)
 
 
 def dims(conn: sqlite3.Connection) -> int | None:
-    row = conn.execute("SELECT value FROM meta WHERE key = ?", (DIMS_KEY,)).fetchone()
-    return int(row[0]) if row is not None else None
+    value = _meta(conn, DIMS_KEY)
+    return None if value is None else int(value)
+
+
+def state(conn: sqlite3.Connection) -> tuple[str | None, int]:
+    """(model key, semantic generation) in one read: what the in-memory code table follows."""
+    found = dict(
+        conn.execute(
+            "SELECT key, value FROM meta WHERE key IN (?, ?)", (MODEL_KEY, GENERATION_KEY)
+        ).fetchall()
+    )
+    key = found.get(MODEL_KEY)
+    return (None if key is None else str(key)), int(found.get(GENERATION_KEY) or 0)
 
 
 def use_model(conn: sqlite3.Connection, key: str, dims: int) -> bool:
@@ -90,7 +108,7 @@ def counts(conn: sqlite3.Connection) -> tuple[int, int, int]:
             "SELECT count(*) FROM embedded e JOIN notes n ON n.id = e.note_id WHERE e.hash = n.hash"
         ).fetchone()[0]
     )
-    return notes, done, live_chunks(conn)
+    return notes, done, live_chunks_after(conn, 0)
 
 
 def pending(conn: sqlite3.Connection, after: int, limit: int) -> list[tuple[int, str]]:
@@ -179,9 +197,7 @@ def vectors_of(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, bytes]
     """The stored vectors of those chunks of ``ids`` that still have one, by chunk id (read by
     rowid alone: the caller knows each chunk's note, and orphans' ids from ``orphan_ids``)."""
     out: dict[int, bytes] = {}
-    ordered = sorted(ids)
-    for i in range(0, len(ordered), _IN_MAX):
-        part = ordered[i : i + _IN_MAX]
+    for part in _batches(sorted(ids)):
         marks = ",".join("?" * len(part))
         out.update(conn.execute(f"SELECT id, vec FROM chunk_vectors WHERE id IN ({marks})", part))
     return out
@@ -210,17 +226,12 @@ def note_chunk_ids(conn: sqlite3.Connection, note_id: int) -> list[int]:
 
 
 def live_chunks_after(conn: sqlite3.Connection, after: int) -> int:
-    """Chunks with ids above ``after`` that stand for a note."""
+    """Chunks with ids above ``after`` that stand for a note (orphans left out)."""
     return int(
         conn.execute(
             "SELECT count(*) FROM chunks WHERE id > ? AND note_id > 0", (after,)
         ).fetchone()[0]
     )
-
-
-def live_chunks(conn: sqlite3.Connection) -> int:
-    """Chunks that stand for a note (orphans left out)."""
-    return int(conn.execute("SELECT count(*) FROM chunks WHERE note_id > 0").fetchone()[0])
 
 
 __all__ = [
@@ -236,12 +247,12 @@ __all__ = [
     "generation",
     "has_orphans",
     "known_vectors",
-    "live_chunks",
     "live_chunks_after",
     "model_key",
     "note_chunk_ids",
     "orphan_ids",
     "pending",
+    "state",
     "use_model",
     "vectors_of",
     "write",

@@ -8,9 +8,9 @@ columns of 64-bit words, and the nearest few hundred chunks are re-ranked by the
 their stored float16 vectors, read by id from the index.
 
 The table follows the index: chunk ids only grow (``AUTOINCREMENT``), so chunks written since
-the last load are read by id range; chunks deleted since (their rows are gone) drop out at the
-re-ranking, which reads the rows, and once a fifth of the table is such dead rows it is read
-again whole.
+the last load are read by id range; chunks orphaned since (``core/semantic/store.py``) are
+marked dead (note 0) and never returned, chunks deleted since have no vector left to re-rank,
+and once a fifth of the table is dead it is read again whole.
 """
 
 from __future__ import annotations
@@ -138,18 +138,6 @@ class CodeTable:
     def __len__(self) -> int:
         return len(self.codes.ids)
 
-    @property
-    def ids(self) -> npt.NDArray[np.int64]:
-        return self.codes.ids
-
-    @property
-    def notes(self) -> npt.NDArray[np.int32]:
-        return self.codes.notes
-
-    @property
-    def words(self) -> npt.NDArray[np.uint64]:
-        return self.codes.words
-
     def refresh(self, conn: sqlite3.Connection, state: tuple[Any, ...]) -> None:
         """Bring the table to the index's ``state`` (inside the caller's read transaction)."""
         with self.lock:
@@ -162,7 +150,8 @@ class CodeTable:
             )
             if not whole:
                 codes = _without(codes, store.orphan_ids(conn))
-                if len(codes.ids) - store.live_chunks(conn) > DEAD_SHARE * max(len(codes.ids), 1):
+                live = store.live_chunks_after(conn, 0)
+                if len(codes.ids) - live > DEAD_SHARE * max(len(codes.ids), 1):
                     codes, last = self._read(conn, _EMPTY, 0)
             self.codes, self.last, self.state = codes, last, state
 
