@@ -369,46 +369,37 @@ def plan_move(
     return plan_links(moves, staying, read_text, Resolver(queries), paths_after)
 
 
-RELATED_K = 60
-"""Reciprocal rank fusion's constant in ``fuse_related`` (the one of hybrid search)."""
-
-
 def fuse_related(found: dict[str, Any], limit: int) -> list[dict[str, Any]]:
     """One ranking of a note's neighbours from ``related`` and ``similar``: reciprocal rank
-    fusion of its links (in the order it makes them), its backlinks and the notes nearest it
-    by meaning, each hit naming why (``reasons``: ``link``, ``backlink``, ``meaning``), its
-    line (where to open it) and a snippet; ``score`` in [0, 1] (1: first in all three)."""
+    fusion (``hits.fuse_ranks``, with hybrid search's ``RRF_K``) of its links (in the order it
+    makes them), its backlinks and the notes nearest it by meaning, each hit naming why
+    (``reasons``: ``link``, ``backlink``, ``meaning``), its line (where to open it) and a
+    snippet; ``score`` in [0, 1] (1: first in all three)."""
+    from engram_ls.core.search.hits import fuse_ranks
+    from engram_ls.core.search.semantic_path import RRF_K
+
     lists = {
-        "link": [o for o in found.get("outgoing", []) if o.get("path")],
-        "backlink": found.get("backlinks", []),
-        "meaning": found.get("similar", []),
+        "link": [str(o["path"]) for o in found.get("outgoing", []) if o.get("path")],
+        "backlink": [str(b["path"]) for b in found.get("backlinks", [])],
+        "meaning": [str(m["path"]) for m in found.get("similar", [])],
     }
-    merged: dict[str, dict[str, Any]] = {}
-    for reason, items in lists.items():
-        seen: set[str] = set()
-        for item in items:
-            path = str(item["path"])
-            if path in seen:
-                continue
-            seen.add(path)
-            rank = len(seen)
-            entry = merged.setdefault(
-                path,
-                {
-                    "path": path,
-                    "title": item.get("title") or path,
-                    "score": 0.0,
-                    "line": 1,
-                    "snippet": "",
-                    "reasons": [],
-                },
-            )
-            entry["score"] += 1 / (RELATED_K + rank)
-            entry["reasons"].append(reason)
-            if reason == "meaning":
-                entry["line"], entry["snippet"] = item.get("line", 1), item.get("snippet", "")
-    top = len(lists) / (RELATED_K + 1)
-    ranked = sorted(merged.values(), key=lambda e: (-e["score"], e["path"]))[:limit]
-    for entry in ranked:
-        entry["score"] = round(min(1.0, entry["score"] / top), 4)
-    return ranked
+    titles: dict[str, str] = {}
+    for kind in ("outgoing", "backlinks", "similar"):
+        for item in found.get(kind, []):
+            if item.get("path") and item.get("title"):
+                titles.setdefault(str(item["path"]), str(item["title"]))
+    near = {str(m["path"]): m for m in found.get("similar", [])}
+    out: list[dict[str, Any]] = []
+    for path, score in fuse_ranks(list(lists.values()), RRF_K)[:limit]:
+        meaning = near.get(path, {})
+        out.append(
+            {
+                "path": path,
+                "title": titles.get(path, path),
+                "score": round(score, 4),
+                "line": meaning.get("line", 1),
+                "snippet": meaning.get("snippet", ""),
+                "reasons": [reason for reason, paths in lists.items() if path in paths],
+            }
+        )
+    return out

@@ -92,6 +92,27 @@ def snippet_line(body: str, body_line: int, summary: str | None, plan: Plan) -> 
     return 1, ""
 
 
+K = TypeVar("K", int, str)
+
+
+def fuse_ranks(rankings: Sequence[Sequence[K]], k: int) -> list[tuple[K, float]]:
+    """Reciprocal rank fusion, the one of ``hybrid`` and of related notes: an item scores
+    ``1/(k + rank)`` from each ranking it is in (at its first place there), divided by the best
+    possible (``len(rankings)/(k + 1)``, first everywhere), so scores are in [0, 1]; best
+    first, ties by the item."""
+    score: dict[K, float] = {}
+    for ranking in rankings:
+        seen: set[K] = set()
+        for item in ranking:
+            if item in seen:
+                continue
+            seen.add(item)
+            score[item] = score.get(item, 0.0) + 1 / (k + len(seen))
+    top = max(len(rankings), 1) / (k + 1)
+    fused = sorted(score.items(), key=lambda it: (-it[1], it[0]))
+    return [(item, min(1.0, s / top)) for item, s in fused]
+
+
 def newest_first(items: list[Any], day: Any, score: Any = None) -> None:
     """Sort in place: higher ``score`` first (when given), then newest first, undated last,
     then by path; ``day(item)`` gives ``YYYY-MM-DD`` or None and items have a ``path``."""
