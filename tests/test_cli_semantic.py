@@ -101,3 +101,28 @@ def test_without_the_extra_the_modes_name_the_install_command(
     assert status["semantic"]["state"] == "unavailable"
     assert status["capabilities"] == {"semantic": False, "model": None, "dims": None}
     assert json.loads(run("search", "--vault", str(root), "--json", "packaging").stdout)["total"]
+
+
+def test_without_the_default_models_package_status_says_so(
+    vault_copy: Callable[[str], Path],
+) -> None:
+    """numpy and the rest installed, but not the package that holds the default model: status
+    and related notes still answer (search by meaning ``unavailable``, with the reason), and a
+    search by meaning names the install command."""
+    import subprocess
+    import sys
+
+    root = vault_copy("example")
+    code = _WITHOUT_EXTRA.replace('sys.modules["numpy"]', 'sys.modules["wordllama"]')
+    run = [sys.executable, "-c", code]
+    assert subprocess.run([*run, "index", str(root)], capture_output=True).returncode == 0
+    status = subprocess.run([*run, "status", str(root), "--json"], capture_output=True, text=True)
+    assert status.returncode == 0, status.stderr
+    semantic = json.loads(status.stdout)["semantic"]
+    assert semantic["state"] == "unavailable" and "engram-ls[semantic]" in semantic["error"]
+    proc = subprocess.run(
+        [*run, "search", "--vault", str(root), "--mode", "semantic", "a python library"],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2 and "pip install 'engram-ls[semantic]'" in proc.stderr

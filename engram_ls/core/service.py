@@ -27,6 +27,7 @@ from engram_ls.core.errors import (
     InvalidRequest,
     NotFound,
     SearchTimeout,
+    UnsupportedMode,
 )
 from engram_ls.core.git import GitRevision
 from engram_ls.core.health import IndexHealth, Reading
@@ -210,24 +211,24 @@ class Engram:
         )
 
     def _semantic_status(self, st: IndexStatus) -> Any:
-        if st.state not in ("ready", "stale"):
-            return self.semantic.status(None)
-        try:
+        if st.state in ("ready", "stale"):
             with self.health.reading() as r:
                 if r.read:
                     return self.semantic.status(r.conn)
-        except db.Interrupted:
-            pass
         return self.semantic.status(None)
+
+    def _by_meaning(self, r: Reading, searcher: IndexSearcher) -> SemanticSearcher:
+        """The semantic searcher of one read of the index (``r`` servable)."""
+        st = r.status
+        state = (self.index.opened_file(), st.generation if st else 0)
+        return SemanticSearcher(r.conn, searcher, self.semantic, state, st.notes if st else 0)
 
     def prepare_semantic(self) -> None:
         """Read the chunks' codes into memory now (1.4 s at 100,000 notes), so that the first
         search by meaning does not wait for it: the servers call it after each pass."""
         with self.health.reading() as r:
             if r.servable:
-                state = (self.index.opened_file(), r.status.generation if r.status else 0)
-                searcher = IndexSearcher(r.conn, self.vault, self.config)
-                SemanticSearcher(r.conn, searcher, self.semantic, state).refresh()
+                self._by_meaning(r, IndexSearcher(r.conn, self.vault, self.config)).refresh()
 
     def embed(
         self, *, progress: ProgressFn | None = None, stop: threading.Event | None = None
@@ -278,11 +279,9 @@ class Engram:
                     )
                     coverage = None
                     if by_meaning:
-                        state = (self.index.opened_file(), r.status.generation if r.status else 0)
-                        hits, total = SemanticSearcher(r.conn, searcher, self.semantic, state).run(
-                            plan
-                        )
-                        coverage = self.semantic.coverage(r.conn, state)
+                        meaning = self._by_meaning(r, searcher)
+                        hits, total = meaning.run(plan)
+                        coverage = meaning.coverage()
                     else:
                         hits, total = searcher.run(plan)
                     served = dataclasses.replace(r.served(searcher.served_by), semantic=coverage)
@@ -549,7 +548,11 @@ class Engram:
         return out
 
     def _similar(self, rel: str, limit: int) -> list[dict[str, Any]]:
-        if not self.semantic.available:
+        """The notes nearest ``rel`` by meaning; none where search by meaning cannot answer
+        (no extra, turned off, a model that does not load, an index not built)."""
+        try:
+            self.semantic.model()
+        except UnsupportedMode:
             return []
         with self.health.reading() as r:
             if not r.servable:
@@ -558,8 +561,7 @@ class Engram:
             if row is None:
                 return []
             searcher = IndexSearcher(r.conn, self.vault, self.config)
-            state = (self.index.opened_file(), r.status.generation if r.status else 0)
-            semantic = SemanticSearcher(r.conn, searcher, self.semantic, state)
+            semantic = self._by_meaning(r, searcher)
             ranked = semantic.placed(semantic.similar(int(row[0]), limit)[:limit])
             plan = make_plan(
                 parse_request({"query": str(row[1]) or rel, "mode": "semantic", "limit": limit}),

@@ -22,7 +22,7 @@ import sqlite3
 from typing import TYPE_CHECKING, Any
 
 from engram_ls.core.search.any_word import any_word_plan
-from engram_ls.core.search.hits import SearchHit
+from engram_ls.core.search.hits import SearchHit, fuse_ranks
 from engram_ls.core.search.index_path import IndexSearcher, _Filters
 from engram_ls.core.search.plan import Plan
 from engram_ls.core.semantic import store
@@ -53,12 +53,16 @@ class SemanticSearcher:
         searcher: IndexSearcher,
         semantic: Semantic,
         state: tuple[object, ...],
+        notes: int,
     ) -> None:
         self.conn = conn
         self.searcher = searcher
         self.semantic = semantic
         self.state = state
         """What the index is now (file, generation): the code table follows it."""
+        self.notes = notes
+        self.model_key, self.generation = store.state(conn)
+        """The model of the chunks and their generation, in this snapshot."""
 
     def run(self, plan: Plan) -> tuple[list[SearchHit], int]:
         if not plan.query.strip():
@@ -77,12 +81,13 @@ class SemanticSearcher:
         places = store.chunk_places(self.conn, [chunk for _, _, chunk in near])
         return [(n, score, *places.get(chunk, (1, ""))) for n, score, chunk in near]
 
-    def refresh(self) -> str | None:
-        """Bring the in-memory code table in line with this snapshot; the model key of its
-        chunks."""
-        key = store.model_key(self.conn)
-        self.semantic.table().refresh(self.conn, (*self.state, key, store.generation(self.conn)))
-        return key
+    def refresh(self) -> None:
+        """Bring the in-memory code table in line with this snapshot."""
+        self.semantic.table().refresh(self.conn, (*self.state, self.model_key, self.generation))
+
+    def coverage(self) -> str:
+        """``ready`` or ``pending``: whether every note was embedded, in this snapshot."""
+        return self.semantic.coverage(self.conn, (*self.state, self.generation), self.model_key)
 
     def nearest(self, plan: Plan, filters: _Filters, need: int) -> Near:
         """The notes nearest the plan's query, best first (see the module's doc)."""
@@ -120,8 +125,8 @@ class SemanticSearcher:
 
         model = self.semantic.model()
         table = self.semantic.table()
-        key = self.refresh()
-        if key != model.key or not len(table) or not q.any():
+        self.refresh()
+        if self.model_key != model.key or not len(table) or not q.any():
             return []  # nothing embedded by this model yet; a query of no known word
         code = code_of(q[None, :])[0]
         k = max(CANDIDATES, 3 * need)
@@ -169,33 +174,22 @@ class SemanticSearcher:
         return out
 
     def _hybrid(self, plan: Plan, f: _Filters, near: Near) -> tuple[list[SearchHit], int]:
-        text_plan = any_word_plan(plan, self.conn, self.state, self._notes(), HYBRID_DEPTH)
+        text_plan = any_word_plan(plan, self.conn, self.state, self.notes, HYBRID_DEPTH)
         by_words = self.searcher.text_ranking(text_plan, f) if text_plan is not None else []
-        score: dict[int, float] = {}
-        chunk_of: dict[int, int] = {}
-        for rank, (note_id, _, chunk) in enumerate(near[:HYBRID_DEPTH], 1):
-            score[note_id] = 1 / (RRF_K + rank)
-            chunk_of[note_id] = chunk
-        for rank, note_id in enumerate(by_words, 1):
-            score[note_id] = score.get(note_id, 0.0) + 1 / (RRF_K + rank)
-        found_by_words = set(by_words)
-        top = 2 / (RRF_K + 1)
-        fused = sorted(score.items(), key=lambda it: (-it[1], it[0]))
+        chunk_of = {note_id: chunk for note_id, _, chunk in near[:HYBRID_DEPTH]}
+        fused = fuse_ranks([list(chunk_of), by_words], RRF_K)
         window = fused[plan.offset : plan.offset + plan.limit]
         # A note its words found shows the line they are on (found in its body, as text mode
         # does); one found by meaning alone, its nearest chunk.
+        found_by_words = set(by_words)
         places = store.chunk_places(
             self.conn, [chunk_of[n] for n, _ in window if n not in found_by_words]
         )
         page: list[tuple[int, float, int | None, str | None]] = []
-        for n, s in window:
+        for n, score in window:
             line, text = (None, None) if n in found_by_words else places.get(chunk_of[n], (1, ""))
-            page.append((n, min(1.0, s / top), line, text))
+            page.append((n, score, line, text))
         return self.searcher.page(text_plan or plan, page), len(fused)
-
-    def _notes(self) -> int:
-        row = self.conn.execute("SELECT value FROM meta WHERE key = 'notes'").fetchone()
-        return int(row[0]) if row is not None else 0
 
 
 __all__ = ["CANDIDATES", "HYBRID_DEPTH", "RRF_K", "SemanticSearcher"]

@@ -12,6 +12,7 @@ index) are not embedded again.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import sqlite3
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from engram_ls.core.config import EngramConfig
-from engram_ls.core.errors import EngramError, UnsupportedMode
+from engram_ls.core.errors import EngramError, IndexUnavailable, UnsupportedMode
 from engram_ls.core.index import db
 from engram_ls.core.semantic import store
 from engram_ls.core.semantic.model import (
@@ -149,17 +150,23 @@ class Semantic:
         except (OSError, ModelError):
             return None
 
-    def coverage(self, conn: sqlite3.Connection, state: tuple[object, ...]) -> str:
+    def coverage(
+        self, conn: sqlite3.Connection, state: tuple[object, ...], model_key: str | None
+    ) -> str:
         """``ready`` when every note's chunks are of its content and of this model in the
-        snapshot ``conn`` reads, else ``pending``; known once per state of the index (a scan of
-        the notes: 30 ms at 100,000)."""
-        key = (*state, store.generation(conn))
+        snapshot ``conn`` reads (``state``: index file, generation, semantic generation), else
+        ``pending``: known from the last pass when it covered this state, else looked up once
+        per state (a scan of the notes: 30 ms at 100,000)."""
         cached = self._coverage
-        if cached is not None and cached[0] == key:
+        if cached is not None and cached[0] == state:
             return cached[1]
-        current = store.model_key(conn) == self._expected_key()
-        answer = "ready" if current and not store.pending(conn, 0, 1) else "pending"
-        self._coverage = (key, answer)
+        if model_key != self._expected_key():
+            answer = "pending"
+        elif self.synced is not None and self.synced == state[:2]:
+            answer = "ready"  # a pass that embedded everything started from this generation
+        else:
+            answer = "pending" if store.pending(conn, 0, 1) else "ready"
+        self._coverage = (state, answer)
         return answer
 
     def fail(self, reason: str) -> None:
@@ -188,7 +195,10 @@ class Semantic:
         if self._error is not None:
             return SemanticStatus(state="failed", available=False, error=self._error)
         m = self._model
-        name = m.name if m else model_files(self.config.semantic.model, self.root).name
+        try:
+            name = m.name if m else model_files(self.config.semantic.model, self.root).name
+        except ModelError as exc:  # the default model's package is missing
+            return SemanticStatus(state="unavailable", available=False, error=exc.message)
         base = SemanticStatus(
             state="pending", available=True, model=name, dims=m.dims if m else None
         )
@@ -205,7 +215,9 @@ class Semantic:
         elif current and done == notes:
             state = "ready"
         dims = m.dims if m else (store.dims(conn) if current else None)
-        return _with(base, state=state, notes=notes, embedded=done, chunks=chunks, dims=dims)
+        return dataclasses.replace(
+            base, state=state, notes=notes, embedded=done, chunks=chunks, dims=dims
+        )
 
     # -- embedding -------------------------------------------------------------------------
 
@@ -218,7 +230,7 @@ class Semantic:
     ) -> EmbedReport:
         """Embed every note whose chunks are missing or out of date (see the module's doc),
         or the first ``most`` of them. One pass at a time (a second caller waits). Raises
-        the model's error (UnsupportedMode) or EmbedFailed."""
+        the model's error (UnsupportedMode) or IndexUnavailable."""
         model = self.model()
         with self._pass:
             return self._pass_locked(model, progress, stop, most)
@@ -260,7 +272,8 @@ class Semantic:
         self.running = True
         total = finished = 0
         start = self._now()
-        bulk: contextlib.AbstractContextManager[None] | None = None
+        bulk = contextlib.ExitStack()
+        bulky = False
         try:
             conn = self._writer()
             with self.health.lock, db.write_tx(conn):
@@ -281,9 +294,9 @@ class Semantic:
                 if not rows:
                     break
                 after = rows[-1][0]
-                if len(rows) == BATCH_NOTES and bulk is None:
-                    bulk = model.bulk()  # many notes to embed: the faster table
-                    bulk.__enter__()
+                if len(rows) == BATCH_NOTES and not bulky:
+                    bulk.enter_context(model.bulk())  # many notes to embed: the faster table
+                    bulky = True
                 self._batch(model, conn, rows, report)
                 finished += len(rows)
                 if progress is not None:
@@ -297,10 +310,10 @@ class Semantic:
             reason = db.damage(exc)
             if reason is not None:
                 self.health.recover_quietly(reason, str(exc))
-            raise EmbedFailed(f"embedding stopped: {exc}") from exc
+            raise IndexUnavailable(f"embedding stopped: {exc}") from exc
         finally:
-            if bulk is not None:
-                bulk.__exit__(None, None, None)
+            bulk.close()
+            if bulky:
                 from engram_ls.core.semantic.vectors import give_back
 
                 give_back()  # the float32 table and the batches' garbage
@@ -341,15 +354,9 @@ class Semantic:
                 continue  # gone or unreadable: the main index deletes its row
             _, digest, note, _ = parsed
             chunks = chunk_note(note)  # type: ignore[arg-type]
-            made.append(
-                (
-                    note_id,
-                    path,
-                    digest,
-                    [(c.line, chunk_key(model.key, c.text), c.snippet) for c in chunks],
-                )
-            )
-            texts.update((chunk_key(model.key, c.text), c.text) for c in chunks)
+            keyed = [(chunk_key(model.key, c.text), c) for c in chunks]
+            made.append((note_id, path, digest, [(c.line, k, c.snippet) for k, c in keyed]))
+            texts.update((k, c.text) for k, c in keyed)
             report.chunks += len(chunks)
         keys = list(texts)
         known = store.known_vectors(conn, keys)
@@ -369,20 +376,10 @@ class Semantic:
 
     def _writer(self) -> sqlite3.Connection:
         if self.health.index.read_only:
-            raise EmbedFailed("the index was opened read-only")
+            raise IndexUnavailable("the index was opened read-only")
         if not self.health.readable:
-            raise EmbedFailed("the index is not open")
+            raise IndexUnavailable("the index is not open")
         return self.health.index.conn()
 
 
-class EmbedFailed(EngramError):
-    code = "ENGRAM_INDEX_UNAVAILABLE"
-
-
-def _with(s: SemanticStatus, **changes: object) -> SemanticStatus:
-    import dataclasses
-
-    return dataclasses.replace(s, **changes)  # type: ignore[arg-type]
-
-
-__all__ = ["EmbedFailed", "EmbedReport", "Semantic", "SemanticStatus"]
+__all__ = ["EmbedReport", "Semantic", "SemanticStatus"]
