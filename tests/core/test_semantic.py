@@ -530,3 +530,29 @@ def test_nearest_chunks_by_hamming_distance_among_some_notes() -> None:
     assert notes.tolist() == [6, 4, 2] and ids.tolist() == [15, 13, 11]
     ids, _ = table.nearest(zero, 10, among=[])
     assert ids.tolist() == []
+
+
+def test_embedding_reads_nothing_it_should_not(vault: Path, tmp_path: Path) -> None:
+    """Notes swapped after indexing for a FIFO (would block a reader), for a symlink leaving
+    the vault (would read outside it), and a note of bytes that are not UTF-8: the pass ends,
+    reads nothing outside the vault, and a search by the outside file's words never finds it;
+    a hostile glob scope is answered at once."""
+    outside = tmp_path / "outside.md"
+    outside.write_text("# Secret\n\nThe launch codes of the zeppelin fleet.\n")
+    _write(vault, {"odd/fifo.md": "# Fifo\n\nplain\n", "odd/link.md": "# Link\n\nplain\n"})
+    (vault / "odd/bytes.md").write_bytes(b"# Bytes\n\ncaf\xe9 \xff\xfe broken \xc3( text\n")
+    e = _engram(vault, tmp_path / "index.sqlite")
+    (vault / "odd/fifo.md").unlink()
+    os.mkfifo(vault / "odd/fifo.md")
+    (vault / "odd/link.md").unlink()
+    (vault / "odd/link.md").symlink_to(outside)
+    report = e.embed()  # returns: the FIFO is not opened for a blocking read
+    assert report.notes == len(NOTES) + 1  # the two swapped notes are not embedded
+    conn = e.index.conn()
+    snippets = " ".join(r[0] for r in conn.execute("SELECT snippet FROM chunks"))
+    assert "zeppelin" not in snippets and "broken" in snippets
+    res = e.search({"query": "zeppelin launch codes", "mode": "semantic"})
+    assert not {"odd/link.md", "odd/fifo.md"} & set(_paths(res))
+    glob = "/".join(["**"] * 200) + "/*a*a*a*a*a*a*a*a*a*a*b.md"
+    assert e.search({"query": "bicycle", "mode": "semantic", "path": glob}).total == 0
+    e.close()
