@@ -63,10 +63,10 @@ def test_sigkill_during_batch_update(generated: Callable[..., Path], tmp_path: P
     listing = tmp_path / "paths.txt"
     listing.write_text("\n".join(paths), encoding="utf-8")
 
-    def edit_all(round_: int) -> None:
+    def edit_all(mark: int) -> None:
         for rel in paths:
             with open(root / rel, "a", encoding="utf-8") as fh:
-                fh.write(f"\nround {round_} #round{round_}\n")
+                fh.write(f"\nround {mark} #round{mark}\n")
 
     # How long one uninterrupted batch takes here, to kill the others early, midway and late.
     edit_all(99)
@@ -78,8 +78,11 @@ def test_sigkill_during_batch_update(generated: Callable[..., Path], tmp_path: P
     assert proc.wait(30) == 0
     for round_, fraction in enumerate((0.1, 0.4, 0.7)):
         for attempt in range(4):  # when load drops a batch can end before the kill: again, earlier
+            # A tag of this attempt's own: a batch that ended before its kill is in the index,
+            # with its tag, and the next attempt must not be judged by that one.
+            mark = 10 * round_ + attempt
             before = contents(idx)
-            edit_all(round_)
+            edit_all(mark)
             proc = child("apply", str(root), str(idx), str(listing))
             assert proc.stdout is not None
             assert proc.stdout.readline().strip() == "go", proc.stderr.read() if proc.stderr else ""
@@ -92,7 +95,7 @@ def test_sigkill_during_batch_update(generated: Callable[..., Path], tmp_path: P
         # nothing of the interrupted batch is visible: it was one transaction
         assert contents(idx) == before
         with Engram(root, index_path=idx) as engram:
-            res = engram.search({"query": "", "tags": [f"round{round_}"], "limit": 1})
+            res = engram.search({"query": "", "tags": [f"round{mark}"], "limit": 1})
             assert res.total == 0 and res.index.served_by == "index"
             engram.sync()
         assert_index_matches_vault(idx, root, tmp_path)
