@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import logging
 import os
 import sqlite3
@@ -29,6 +30,7 @@ from engram_ls.core.index import db
 from engram_ls.core.semantic import store
 from engram_ls.core.semantic.model import (
     ModelError,
+    ModelFiles,
     StaticModel,
     files_key,
     load_model,
@@ -140,14 +142,29 @@ class Semantic:
                 raise unavailable_error(f"the semantic model could not be loaded: {self._error}")
             return self._model
 
+    @functools.cached_property
+    def _files(self) -> ModelFiles | ModelError:
+        """Where the configured model's files are (looked up once: every status asks)."""
+        try:
+            return model_files(self.config.semantic.model, self.root)
+        except ModelError as exc:
+            return exc
+
+    def _configured_name(self) -> str | ModelError:
+        files = self._files
+        return files if isinstance(files, ModelError) else files.name
+
     def _expected_key(self) -> str | None:
         """The key of the configured model (from its files, without loading it); None when
         its files cannot be read."""
         if self._model is not None:
             return self._model.key
+        files = self._files
+        if isinstance(files, ModelError):
+            return None
         try:
-            return files_key(model_files(self.config.semantic.model, self.root))
-        except (OSError, ModelError):
+            return files_key(files)
+        except OSError:
             return None
 
     def coverage(
@@ -195,10 +212,9 @@ class Semantic:
         if self._error is not None:
             return SemanticStatus(state="failed", available=False, error=self._error)
         m = self._model
-        try:
-            name = m.name if m else model_files(self.config.semantic.model, self.root).name
-        except ModelError as exc:  # the default model's package is missing
-            return SemanticStatus(state="unavailable", available=False, error=exc.message)
+        name = m.name if m else self._configured_name()
+        if isinstance(name, ModelError):  # the default model's package is missing
+            return SemanticStatus(state="unavailable", available=False, error=name.message)
         base = SemanticStatus(
             state="pending", available=True, model=name, dims=m.dims if m else None
         )
