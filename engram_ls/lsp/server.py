@@ -45,6 +45,9 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 CONFIG_SECTION = "engram"
+SHUTDOWN_WAIT_S = 1.0
+"""Longest wait of ``shutdown`` for the requests before it (a client that sent one it no
+longer waits for must not wait for ``shutdown`` either)."""
 
 
 def _plain(obj: Any, cls: type) -> Any:
@@ -325,7 +328,10 @@ def create_server(contributors: Contributors | None = None) -> EngramLanguageSer
         await ls._setup
 
     @server.feature(types.SHUTDOWN)
-    def shutdown(ls: EngramLanguageServer, params: None) -> None:
+    async def shutdown(ls: EngramLanguageServer, params: None) -> None:
+        # The requests that came before are answered first (after shutdown, pygls would
+        # answer them with an error).
+        await stdio.answered(ls, timeout=SHUTDOWN_WAIT_S)
         ls.stop_all()
 
     features.register(server, contributors or features.CONTRIBUTORS)

@@ -186,7 +186,9 @@ def test_garbage_does_not_stop_the_server(tmp_path: Path) -> None:
 
 
 def test_stdin_from_a_regular_file(tmp_path: Path) -> None:
-    """Requests read from a file (no pipe to wait on) are answered in order until its end."""
+    """Requests read from a file (no pipe to wait on) are answered in order, the ones before
+    ``shutdown`` before it, and the server ends at the file's end. (No ``exit``: a client
+    sends it once ``shutdown`` is answered.)"""
     root = copy_tree(DATA / "tags", tmp_path / "tags")
     frames = b""
     for message in (
@@ -194,7 +196,6 @@ def test_stdin_from_a_regular_file(tmp_path: Path) -> None:
         {"method": "initialized", "params": {}},
         {"id": 2, "method": "engram/status", "params": {}},
         {"id": 3, "method": "shutdown"},
-        {"method": "exit"},
     ):
         body = json.dumps({"jsonrpc": "2.0", **message}).encode()
         frames += b"Content-Length: %d\r\n\r\n" % len(body) + body
