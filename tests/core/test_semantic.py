@@ -14,6 +14,7 @@ import pytest
 
 from engram_ls.core.config import EngramConfig, load_config
 from engram_ls.core.errors import UnsupportedMode
+from engram_ls.core.search import semantic_path
 from engram_ls.core.semantic import chunks as chunking
 from engram_ls.core.semantic.model import load_model, model_files
 from engram_ls.core.service import Engram
@@ -173,13 +174,30 @@ def test_hybrid_keeps_what_the_words_find(engram: Engram) -> None:
         pytest.param({"tags": ["nosuchtopic"]}, set(), id="no-note"),
     ],
 )
+@pytest.mark.parametrize("way", ["listed", "checked"])
 @pytest.mark.parametrize("mode", ["semantic", "hybrid"])
-def test_filters_never_leak(engram: Engram, mode: str, filters: dict, allowed: set) -> None:
+def test_filters_never_leak(
+    engram: Engram,
+    mode: str,
+    filters: dict,
+    allowed: set,
+    way: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Both ways a filter is applied: its notes listed first (only their chunks ranked), and
+    for a broad filter (more than ``LIST_MOST`` notes: here every filter) the best chunks of
+    all checked until enough pass. In this small vault every chunk is within the depth looked
+    at, so a filtered search ranks the passing notes exactly as the unfiltered one does."""
+    if way == "checked":
+        monkeypatch.setattr(semantic_path, "LIST_MOST", 0)
     query = "how do I repair a flat tire on my bicycle"
     res = engram.search({"query": query, "mode": mode, **filters})
     assert set(_paths(res)) <= allowed
     if allowed:
         assert res.results, "a note that passes is found, however far its meaning"
+    if mode == "semantic":
+        everything = engram.search({"query": query, "mode": mode, "limit": 200})
+        assert _paths(res) == [p for p in _paths(everything) if p in allowed]
 
 
 def test_a_search_says_when_notes_wait_to_be_embedded(vault: Path, tmp_path: Path) -> None:
@@ -530,6 +548,30 @@ def test_nearest_chunks_by_hamming_distance_among_some_notes() -> None:
     assert notes.tolist() == [6, 4, 2] and ids.tolist() == [15, 13, 11]
     ids, _ = table.nearest(zero, 10, among=[])
     assert ids.tolist() == []
+
+
+def test_the_closest_chunks_are_re_scored_by_the_query_s_values() -> None:
+    """``closest`` re-scores the chunks nearest by Hamming distance with the query's own
+    values against their bits as ±1: a chunk two bits further away but agreeing with the
+    query's one large value ranks first, where the distance alone ranks it last."""
+    from engram_ls.core.semantic.vectors import Codes, CodeTable, code_of
+
+    q = np.full(256, -0.01, dtype=np.float32)
+    q[0] = 0.9
+    q /= np.linalg.norm(q)
+    near = np.zeros(256, dtype=np.float32) - 1  # every sign negative: differs from q at 0
+    far = near.copy()
+    far[[0, 1, 2]] = 1  # agrees at 0, differs at 1 and 2
+    codes = [code_of(v[None, :])[0] for v in (near, far)]
+    words = np.frombuffer(b"".join(codes), dtype=">u8").reshape(-1, 4).T.astype(np.uint64)
+    table = CodeTable()
+    table.codes = Codes(np.array([7, 8], np.int64), np.array([1, 2], np.int32), words)
+    assert table.distances(code_of(q[None, :])[0]).tolist() == [1, 2]
+    assert table.nearest(code_of(q[None, :])[0], 2)[0].tolist() == [7, 8]
+    assert table.closest(q, 2, depth=2)[0].tolist() == [8, 7]
+    assert table.closest(q, 1, depth=2)[0].tolist() == [8]
+    assert table.closest(q, 2, depth=2, among=np.array([1]))[0].tolist() == [7]
+    assert table.closest(q, 2, depth=2, among=np.zeros(0, np.int64))[0].tolist() == []
 
 
 def test_embedding_reads_nothing_it_should_not(vault: Path, tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ word has no text side.
 from __future__ import annotations
 
 import dataclasses
+import json
 import sqlite3
 from typing import TYPE_CHECKING, Any
 
@@ -29,11 +30,16 @@ from engram_ls.core.semantic import store
 
 if TYPE_CHECKING:
     from engram_ls.core.semantic.engine import Semantic
+    from engram_ls.core.semantic.vectors import CodeTable
 
-CANDIDATES = 512
+CANDIDATES = 256
 """Chunks re-ranked by their stored vectors, at least (three per note asked for, if more)."""
-FILTER_DEPTH = 4
-"""With filters, how many times deeper the nearest chunks are looked up before the filter."""
+DEPTH = 4096
+"""Chunks taken by Hamming distance, at least (eight per re-ranked chunk, if more), to be
+re-scored by the query's values against their bits before the stored vectors are read."""
+LIST_MOST = 20_000
+"""A filter passing at most this many notes is listed first, and only its notes' chunks are
+ranked; the chunks of a broader one are ranked first and their notes checked."""
 HYBRID_DEPTH = 100
 RRF_K = 10
 """Reciprocal rank fusion's constant: small, so that the first notes of each ranking count
@@ -97,13 +103,11 @@ class SemanticSearcher:
 
     def similar(self, note_id: int, need: int) -> Near:
         """The notes nearest one note (the mean of its chunks' vectors), itself left out."""
-        from engram_ls.core.semantic.vectors import from_blobs
-
         self.semantic.model()
-        blobs = store.vectors_of(self.conn, store.note_chunk_ids(self.conn, note_id))
-        if not blobs:
+        found, vectors = store.vectors_in(self.conn, store.note_chunk_ids(self.conn, note_id))
+        if not found:
             return []
-        q = from_blobs(list(blobs.values())).mean(axis=0)
+        q = vectors.mean(axis=0)
         norm = float((q @ q) ** 0.5)
         if not norm:
             return []
@@ -121,57 +125,93 @@ class SemanticSearcher:
         """The notes nearest the unit vector ``q`` within ``filters``, best first."""
         import numpy as np
 
-        from engram_ls.core.semantic.vectors import code_of, from_blobs
-
         model = self.semantic.model()
         table = self.semantic.table()
         self.refresh()
         if self.model_key != model.key or not len(table) or not q.any():
             return []  # nothing embedded by this model yet; a query of no known word
-        code = code_of(q[None, :])[0]
-        k = max(CANDIDATES, 3 * need)
+        k = max(CANDIDATES, 3 * need) + (64 if exclude is not None else 0)
+        depth = max(DEPTH, 8 * k)
         if filters is None or filters.empty:
-            ids, notes = table.nearest(code, k + (64 if exclude is not None else 0))
+            ids, notes = table.closest(q, k, depth=depth)
         else:
-            ids, notes = table.nearest(code, FILTER_DEPTH * k)
-            passing = self._passing(filters, sorted(set(notes.tolist())))
-            keep = np.isin(notes, np.fromiter(passing, dtype=np.int32, count=len(passing)))
-            if len(passing) >= need or len(ids) < FILTER_DEPTH * k:
-                ids, notes = ids[keep][:k], notes[keep][:k]
-            else:  # a narrow filter: rank only its notes' chunks
-                sql, params = filters.ids_query(ordered=False)
-                allowed = [int(r[0]) for r in self.conn.execute(sql, params)]
-                ids, notes = table.nearest(code, k, among=allowed)
+            allowed = self._allowed(filters)
+            if allowed is not None:  # the filter's notes, listed: only their chunks are ranked
+                ids, notes = table.closest(q, k, depth=depth, among=allowed)
+            else:  # a broad filter: the best chunks of all, checked until k pass
+                ids, notes = self._checked(table, q, k, depth, filters)
         if plan is not None:
             plan.check()
-        blobs = store.vectors_of(self.conn, ids.tolist())
-        found = [(c, n) for c, n in zip(ids.tolist(), notes.tolist(), strict=True) if c in blobs]
+        found, vectors = store.vectors_in(self.conn, ids.tolist())
         if not found:
             return []
-        cos = from_blobs([blobs[c] for c, _ in found]) @ q
-        best: dict[int, tuple[float, int]] = {}
-        for (chunk, note_id), c in zip(found, cos.tolist(), strict=True):
-            if note_id != exclude and (note_id not in best or c > best[note_id][0]):
-                best[note_id] = (c, chunk)
-        ranked = sorted(best.items(), key=lambda it: (-it[1][0], it[0]))
-        return [(n, min(1.0, max(0.0, c)), chunk) for n, (c, chunk) in ranked]
+        note_of = dict(zip(ids.tolist(), notes.tolist(), strict=True))
+        chunk = np.asarray(found, dtype=np.int64)
+        owner = np.fromiter((note_of[c] for c in found), dtype=np.int64, count=len(found))
+        cos = vectors @ q
+        if exclude is not None:
+            cos[owner == exclude] = -np.inf
+        # Best chunk first (ties: lower chunk id), then each note's first place is its best.
+        order = np.lexsort((chunk, -cos))
+        _, first = np.unique(owner[order], return_index=True)
+        best = order[first]
+        best = best[np.isfinite(cos[best])]
+        best = best[np.lexsort((owner[best], -cos[best]))]
+        return [
+            (n, min(1.0, max(0.0, c)), ch)
+            for n, c, ch in zip(
+                owner[best].tolist(), cos[best].tolist(), chunk[best].tolist(), strict=True
+            )
+        ]
+
+    def _allowed(self, f: _Filters) -> Any:
+        """The ids of the notes passing ``f`` (an array): from the large topics' sets in
+        memory for a filter of topics alone, else listed by the text path's SQL when they are
+        at most ``LIST_MOST``; None for a broader filter."""
+        import numpy as np
+
+        in_memory = self.searcher.topic_set(f)
+        if in_memory is not None:  # any size: an array of it is cheap
+            return np.fromiter(in_memory, dtype=np.int64, count=len(in_memory))
+        sql, params = f.ids_query(ordered=False)
+        count = self.conn.execute(
+            f"SELECT count(*) FROM (SELECT 1 FROM ({sql}) LIMIT ?)", [*params, LIST_MOST + 1]
+        ).fetchone()[0]
+        if count > LIST_MOST:
+            return None
+        if not count:
+            return np.zeros(0, dtype=np.int64)
+        listed = self.conn.execute(f"SELECT group_concat(id) FROM ({sql})", params).fetchone()
+        return np.array(str(listed[0]).split(","), dtype=np.int64)
+
+    def _checked(self, table: CodeTable, q: Any, k: int, depth: int, f: _Filters) -> Any:
+        """(chunk ids, note ids) of the ``k`` best chunks whose notes pass the broad filter
+        ``f`` (more than ``LIST_MOST`` notes pass it): the best ``depth`` chunks of all, in
+        order, their notes checked in SQL a slice at a time until ``k`` pass."""
+        import numpy as np
+
+        ids, notes = table.closest(q, depth, depth=depth)
+        kept: list[Any] = []
+        got = 0
+        step = 2 * k  # more than a fifth of the notes pass: a slice of twice k mostly does
+        for at in range(0, len(ids), step):
+            part = notes[at : at + step]
+            passing = self._passing(f, np.unique(part).tolist())
+            keep = np.isin(part, np.fromiter(passing, dtype=np.int64, count=len(passing)))
+            kept.append(np.flatnonzero(keep) + at)
+            got += int(keep.sum())
+            if got >= k:
+                break
+        order = np.concatenate(kept)[:k] if kept else np.zeros(0, dtype=np.intp)
+        return ids[order], notes[order]
 
     def _passing(self, f: _Filters, note_ids: list[int]) -> set[int]:
-        """Those of ``note_ids`` that pass the filters: from the large topics' sets in memory
-        for a filter of topics alone, else the SQL of the text path's probes."""
-        in_memory = self.searcher.topic_set(f)
-        if in_memory is not None:
-            return {n for n in note_ids if n in in_memory}
+        """Those of ``note_ids`` that pass the filters (one statement: the ids as JSON)."""
         where, params = f.topic_conditions("n")
-        out: set[int] = set()
-        for i in range(0, len(note_ids), 500):
-            part = note_ids[i : i + 500]
-            marks = ",".join("?" * len(part))
-            sql = f"SELECT n.id FROM notes n WHERE n.id IN ({marks})"
-            if where:
-                sql += " AND " + " AND ".join(where)
-            out.update(int(r[0]) for r in self.conn.execute(sql, [*part, *params]))
-        return out
+        sql = "SELECT n.id FROM json_each(?) j CROSS JOIN notes n ON n.id = j.value"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        return {int(r[0]) for r in self.conn.execute(sql, [json.dumps(note_ids), *params])}
 
     def _hybrid(self, plan: Plan, f: _Filters, near: Near) -> tuple[list[SearchHit], int]:
         text_plan = any_word_plan(plan, self.conn, self.state, self.notes, HYBRID_DEPTH)

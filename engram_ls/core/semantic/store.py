@@ -14,7 +14,10 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from engram_ls.core.semantic.model import Vectors
 
 T = TypeVar("T")
 
@@ -193,14 +196,22 @@ def codes_after(
     ]
 
 
-def vectors_of(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, bytes]:
-    """The stored vectors of those chunks of ``ids`` that still have one, by chunk id (read by
-    rowid alone: the caller knows each chunk's note, and orphans' ids from ``orphan_ids``)."""
-    out: dict[int, bytes] = {}
+def vectors_in(conn: sqlite3.Connection, ids: Sequence[int]) -> tuple[list[int], Vectors]:
+    """(chunk ids, their vectors as rows of a float32 matrix), by chunk id, for those of
+    ``ids`` that still have a vector (read by rowid alone: the caller knows each chunk's note,
+    and orphans' ids from ``orphan_ids``)."""
+    from engram_ls.core.semantic.vectors import from_blobs
+
+    found: list[int] = []
+    blobs: list[bytes] = []
     for part in _batches(sorted(ids)):
         marks = ",".join("?" * len(part))
-        out.update(conn.execute(f"SELECT id, vec FROM chunk_vectors WHERE id IN ({marks})", part))
-    return out
+        for i, vec in conn.execute(
+            f"SELECT id, vec FROM chunk_vectors WHERE id IN ({marks})", part
+        ):
+            found.append(int(i))
+            blobs.append(vec)
+    return found, from_blobs(blobs)
 
 
 def orphan_ids(conn: sqlite3.Connection) -> list[int]:
@@ -254,6 +265,6 @@ __all__ = [
     "pending",
     "state",
     "use_model",
-    "vectors_of",
+    "vectors_in",
     "write",
 ]

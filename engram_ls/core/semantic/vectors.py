@@ -72,6 +72,11 @@ def _directions(dims: int) -> npt.NDArray[np.float32]:
     return found
 
 
+def _signed_space(q: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    """``q`` in the space its bits are the signs of (``code_of``)."""
+    return q if q.shape[0] == BITS else q @ _directions(q.shape[0])
+
+
 def to_blob(vectors: npt.NDArray[np.float32]) -> list[bytes]:
     return [row.astype(np.float16).tobytes() for row in vectors]
 
@@ -203,6 +208,44 @@ class CodeTable:
         """(chunk ids, note ids) of the ``k`` chunks nearest ``code`` (only chunks of the
         notes ``among``, when given), nearest first (ties in table order)."""
         codes = self.codes
+        order = self._hamming(codes, code, k, among, ordered=True)
+        return codes.ids[order], codes.notes[order]
+
+    def closest(
+        self,
+        q: npt.NDArray[np.float32],
+        k: int,
+        *,
+        depth: int,
+        among: Sequence[int] | npt.NDArray[np.int64] | None = None,
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32]]:
+        """(chunk ids, note ids) of the ``k`` chunks whose sign bits best agree with the unit
+        vector ``q``, best first: the ``depth`` nearest by Hamming distance (only chunks of
+        the notes ``among``, when given), re-scored by the dot product of ``q`` with their bits
+        read as ±1 (the query's own values, not its signs: on the generated 100,000-note vault,
+        the 256 best of 4,096 so re-scored hold 83 % of the exact top 10, the 512 nearest by
+        distance alone 70 %)."""
+        codes = self.codes
+        order = self._hamming(codes, code_of(q[None, :])[0], depth, among, ordered=False)
+        if len(order) > 1:
+            raw = codes.words[:, order].T.astype(">u8").view(np.uint8)
+            # The dot product with ±1 bits is twice that with 0/1 bits, less the query's sum.
+            score = np.unpackbits(raw, axis=1).astype(np.float32) @ _signed_space(q)
+            best = np.argpartition(-score, k - 1)[:k] if len(order) > k else np.arange(len(order))
+            order = order[best[np.lexsort((best, -score[best]))]]
+        return codes.ids[order], codes.notes[order]
+
+    def _hamming(
+        self,
+        codes: Codes,
+        code: bytes,
+        k: int,
+        among: Sequence[int] | npt.NDArray[np.int64] | None,
+        *,
+        ordered: bool,
+    ) -> npt.NDArray[np.intp]:
+        """Table positions of the ``k`` chunks nearest ``code`` (dead ones never), ties at the
+        last distance taken in table order; ``ordered``: nearest first, else in table order."""
         d = self.distances(code, codes)
         if codes.dead:
             d[codes.notes == 0] = FAR
@@ -213,23 +256,28 @@ class CodeTable:
             k = min(k, int(mask.sum()))
         k = min(k, len(d))
         if k <= 0:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32)
+            return np.zeros(0, dtype=np.intp)
         # The distance of the k-th nearest from a histogram of the distances (there are only
         # 257), then the chunks within it: three times faster than np.argpartition here.
         within = int(np.searchsorted(np.cumsum(np.bincount(d, minlength=FAR + 1)), k))
-        near = np.flatnonzero(d <= within)
-        order = near[np.argsort(d[near], kind="stable")][:k]
-        return codes.ids[order], codes.notes[order]
+        if ordered:
+            near = np.flatnonzero(d <= within)
+            order: npt.NDArray[np.intp] = near[np.argsort(d[near], kind="stable")][:k]
+            return order
+        inside = np.flatnonzero(d < within)
+        return np.concatenate([inside, np.flatnonzero(d == within)[: k - len(inside)]])
 
     @staticmethod
-    def _mask(codes: Codes, note_ids: Sequence[int]) -> npt.NDArray[np.bool_]:
+    def _mask(
+        codes: Codes, note_ids: Sequence[int] | npt.NDArray[np.int64]
+    ) -> npt.NDArray[np.bool_]:
         """Which chunks of ``codes`` belong to one of ``note_ids``."""
         if not len(codes.ids):
             return np.zeros(0, dtype=bool)
-        top = int(max(int(codes.notes.max()), max(note_ids, default=0))) + 1
+        wanted = np.asarray(note_ids, dtype=np.int64)
+        top = max(int(codes.notes.max()), int(wanted.max()) if len(wanted) else 0) + 1
         lut = np.zeros(top, dtype=bool)
-        if note_ids:
-            lut[np.asarray(note_ids, dtype=np.int64)] = True
+        lut[wanted] = True
         return lut[codes.notes]
 
 
