@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import shutil
@@ -631,7 +632,8 @@ async def search_rounds(
 async def semantic_rounds(vault: Path, index: Path, repeat: int, rounds: int) -> dict[str, Any]:
     """Only search by meaning (``benchlib.semantic_mix``), through a VS Code-like server per
     round with semantic search on: it first embeds what the index lacks (timed: chunks/s),
-    then every kind is timed; the server's RSS once ready and after the queries."""
+    then every kind is timed (with the server's own time, the answers' ``elapsed_ms``); the
+    server's RSS once ready and after the queries."""
     vault = vault.resolve()
     _trees("semantic", index, None)
     out: dict[str, Any] = {"rounds": [], "index_bytes": index.stat().st_size}
@@ -657,14 +659,34 @@ async def semantic_rounds(vault: Path, index: Path, repeat: int, rounds: int) ->
                 "kinds": {},
             }
             for name, params in b.semantic_mix():
+                turns = itertools.cycle(
+                    params["query"] if isinstance(params.get("query"), tuple) else [None]
+                )
+                inside: list[float] = []
 
-                async def one(params: dict[str, Any] = params, s: Session = s) -> Any:
-                    return await s.search(**params)
+                async def one(
+                    params: dict[str, Any] = params,
+                    s: Session = s,
+                    turns: Any = turns,
+                    inside: list[float] = inside,
+                ) -> Any:
+                    query = next(turns)
+                    res = await s.search(
+                        **(params if query is None else {**params, "query": query})
+                    )
+                    inside.append(float(res["elapsed_ms"]))
+                    return res
 
                 if name.endswith("(baseline)") and "rss_semantic_mib" not in row:
                     row["rss_semantic_mib"] = b.rss_mib(s.pid)  # after the semantic kinds
                 stats, res = await b.timed(one, repeat)
-                row["kinds"][name] = {**stats, "total": res["total"]}
+                server = b.summary(inside[-stats["runs"] :])
+                row["kinds"][name] = {
+                    **stats,
+                    "server_p50_ms": server["p50_ms"],
+                    "server_p95_ms": server["p95_ms"],
+                    "total": res["total"],
+                }
             row["rss_after_mib"] = b.rss_mib(s.pid)
             row["peak_rss_mib"] = b.peak_rss_mib(s.pid)
             out["rounds"].append(row)

@@ -226,9 +226,36 @@ def query_mix() -> list[tuple[str, dict[str, Any], dict[str, Any] | None]]:
     ]
 
 
+SEMANTIC_QUERIES = (
+    "why is the search index slow after a release",
+    "memory leak in the watcher",
+    "how to configure the editor keyboard",
+    "database migration failed during deploy",
+    "team retro about hiring",
+    "plugin timeout when the cluster is busy",
+    "backup the vault to disk",
+    "buffer overflow in the parser",
+    "release planning for the next quarter",
+    "dashboard shows the wrong status",
+    "cache invalidation problem",
+    "python packaging and library",
+    "sqlite write ahead log",
+    "network outage on friday",
+    "meeting notes with the design team",
+    "performance regression in the renderer",
+    "security review of the login flow",
+    "customer complaint about latency",
+    "incident postmortem",
+    "open questions about pricing",
+)
+"""Queries by meaning taken in turn by the kind ``semantic, 20 queries``."""
+
+
 def semantic_mix() -> list[tuple[str, dict[str, Any]]]:
     """(name, engram/search params) of the search-by-meaning kinds: ``semantic`` and ``hybrid``
-    alone and with each kind of filter (a common tag, a rare tag: a narrow filter, a year, a
+    alone (``semantic`` also over ``SEMANTIC_QUERIES`` in turn, a tuple as its ``query``: one
+    query repeated finds its vectors in SQLite's page cache, different ones do not) and with
+    each kind of filter (a common tag, a rare tag: a narrow filter, a year, a
     folder), then two kinds of the main mix as the baseline measured in the same run (last, so
     that the server's memory after the semantic kinds is theirs alone)."""
     topic, rare_topic = g.COMMON_TOPICS[0], g.RARE_TOPICS[0]
@@ -236,6 +263,7 @@ def semantic_mix() -> list[tuple[str, dict[str, Any]]]:
     query = "why is the search index slow after a release"
     return [
         ("semantic", {"query": query, "mode": "semantic"}),
+        ("semantic, 20 queries", {"query": SEMANTIC_QUERIES, "mode": "semantic"}),
         ("semantic+tag", {"query": query, "mode": "semantic", "tags": [topic]}),
         ("semantic+rare tag", {"query": query, "mode": "semantic", "tags": [rare_topic]}),
         ("semantic+date", {"query": query, "mode": "semantic", **year}),

@@ -144,6 +144,7 @@ class Engram:
         self.health.open()
 
     def close(self) -> None:
+        self.semantic.close()
         self.index.close()
 
     def __enter__(self) -> Engram:
@@ -276,6 +277,7 @@ class Engram:
                         self.config,
                         postings=self.index.postings,
                         topic_notes=self.index.topic_notes,
+                        topic_names=self.index.topic_names,
                     )
                     coverage = None
                     if by_meaning:

@@ -317,3 +317,27 @@ def test_topics_scan_fallback_means_the_same(tags_vault: Engram) -> None:
     from_scan = [(t.name, t.notes) for t in tags_vault.topics()]
     assert from_scan == from_index
     assert [t.name for t in tags_vault.topics("mem")] == ["memory", "Memory Leak", "memory-leak"]
+
+
+def test_a_topic_shows_the_spelling_most_notes_use_now(tmp_path: Path) -> None:
+    """A hit shows each topic under its canonical name, the spelling most of its notes use.
+    The names a server remembers are of one index state: once more notes spell it another
+    way, the next page shows that spelling."""
+    root = tmp_path / "vault"
+    root.mkdir()
+    for i, tag in enumerate(["ML", "ML", "ml"]):
+        (root / f"n{i}.md").write_text(f"---\ntags: [{tag}]\n---\n# Note {i}\n")
+    engram = Engram(root)
+    engram.open()
+    engram.sync()
+    try:
+        first = engram.search({"tags": ["ml"]})
+        assert {h.topics for h in first.results} == {("ML",)}
+        for i in range(3, 6):
+            (root / f"n{i}.md").write_text(f"---\ntags: [ml]\n---\n# Note {i}\n")
+        engram.sync()
+        again = engram.search({"tags": ["ml"]})
+        assert len(again.results) == 6
+        assert {h.topics for h in again.results} == {("ml",)}
+    finally:
+        engram.close()

@@ -6,6 +6,7 @@ import json
 import math
 import os
 import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -198,6 +199,59 @@ def test_filters_never_leak(
     if mode == "semantic":
         everything = engram.search({"query": query, "mode": mode, "limit": 200})
         assert _paths(res) == [p for p in _paths(everything) if p in allowed]
+
+
+def _days_in_memory(e: Engram) -> None:
+    """Search with a date filter until the notes' dates are read into memory (in the
+    background, from the second such search on)."""
+    deadline = time.monotonic() + 10
+    dates = {"date_from": "2000-01-01", "date_to": "2099-12-31"}
+    while time.monotonic() < deadline:
+        e.search({"query": "tires", "mode": "semantic", **dates})
+        with e.health.reading() as r:
+            if e.semantic.days().current(r.conn, 0) is not None:
+                return
+        time.sleep(0.05)
+    raise AssertionError("the notes' dates were never read into memory")
+
+
+@pytest.mark.parametrize(
+    ("lo", "hi"),
+    [
+        ("2024-03-02", "2024-04-10"),  # both ends on a note's date: both in
+        ("2024-03-03", "2024-04-09"),  # just inside: none of them
+        ("2000-01-01", "2023-11-20"),
+        ("2024-05-02", "2099-12-31"),  # after every note
+        ("2024-04-10", "2024-04-10"),
+    ],
+)
+@pytest.mark.parametrize("tags", [[], ["-bikes"]])
+def test_dates_from_memory_pass_the_notes_sql_passes(
+    engram: Engram, lo: str, hi: str, tags: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A date filter answered from the notes' dates in memory passes exactly the notes that
+    the SQL condition passes, ends included (a topic to leave out is then checked in SQL)."""
+    req = {"query": "how do I repair a flat tire", "mode": "semantic", "limit": 50}
+    req |= {"date_from": lo, "date_to": hi, "tags": tags}
+    _days_in_memory(engram)
+    from_memory = _paths(engram.search(req))
+    monkeypatch.setattr(semantic_path.SemanticSearcher, "_dated", lambda self, f: None)
+    assert from_memory == _paths(engram.search(req))
+
+
+def test_a_date_changed_is_filtered_by_at_once(engram: Engram, vault: Path) -> None:
+    """The dates in memory are of one index state: after an edit moves a note's date, the next
+    search passes it by its new date, then the dates are read again."""
+    req = {"query": "bicycle tire", "mode": "semantic", "date_from": "2022-01-01"}
+    req |= {"date_to": "2022-12-31"}
+    _days_in_memory(engram)
+    assert _paths(engram.search(req)) == ["travel/packing.md"]
+    note = vault / "bikes/fixing-a-puncture.md"
+    note.write_text(note.read_text().replace("created_at: 2024-03-02", "created_at: 2022-03-02"))
+    engram.sync()
+    assert set(_paths(engram.search(req))) == {"travel/packing.md", "bikes/fixing-a-puncture.md"}
+    _days_in_memory(engram)
+    assert set(_paths(engram.search(req))) == {"travel/packing.md", "bikes/fixing-a-puncture.md"}
 
 
 def test_a_search_says_when_notes_wait_to_be_embedded(vault: Path, tmp_path: Path) -> None:
@@ -572,6 +626,12 @@ def test_the_closest_chunks_are_re_scored_by_the_query_s_values() -> None:
     assert table.closest(q, 1, depth=2)[0].tolist() == [8]
     assert table.closest(q, 2, depth=2, among=np.array([1]))[0].tolist() == [7]
     assert table.closest(q, 2, depth=2, among=np.zeros(0, np.int64))[0].tolist() == []
+    topic = frozenset({2})  # a large topic's notes: their chunks' mask is kept for the set
+    assert table.closest(q, 2, depth=2, among=topic)[0].tolist() == [8]
+    assert table.closest(q, 2, depth=2, among=topic)[0].tolist() == [8]
+    grown = np.concatenate([words, words[:, :1]], axis=1)  # the table moved on: a third chunk
+    table.codes = Codes(np.array([7, 8, 9], np.int64), np.array([1, 2, 2], np.int32), grown)
+    assert table.closest(q, 3, depth=3, among=topic)[0].tolist() == [8, 9]
 
 
 def test_embedding_reads_nothing_it_should_not(vault: Path, tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ import logging
 import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from typing import Generic, Protocol, TypeVar
 
 from engram_ls.core.index import db
@@ -184,3 +184,38 @@ class SnapshotCache(Generic[K, V]):
             reading, self._reading = self._reading, None
         if reading is not None and reading is not threading.current_thread():
             reading.join()
+
+
+class Memo:
+    """Values looked up in the index by key (a topic's canonical name), remembered for one
+    state of it: the file searches read and its generation. Whoever asks in another state
+    starts a new memo; a value is always one read in the asker's own snapshot."""
+
+    def __init__(self, source: Source) -> None:
+        self._source = source
+        self._memo: tuple[tuple[db.FileId | None, int] | None, dict[str, str]] = (None, {})
+        """(state, values), replaced whole: a thread never sees one's state with another's
+        values."""
+
+    def lookup(
+        self,
+        conn: sqlite3.Connection,
+        keys: Iterable[str],
+        read: Callable[[sqlite3.Connection, list[str]], dict[str, str]],
+    ) -> dict[str, str]:
+        """The values of ``keys`` found in ``conn``'s snapshot; those not remembered are read
+        with ``read`` (which leaves out keys it does not find)."""
+        state = (self._source.opened_file(), generation(conn))
+        kept, values = self._memo
+        if state != kept or state[0] is None:
+            values = {}
+        wanted = list(keys)
+        missing = [k for k in wanted if k not in values]
+        if missing:
+            found = read(conn, missing)
+            values = {**values, **found, **{k: "" for k in missing if k not in found}}
+        self._memo = (state, values)
+        return {k: values[k] for k in wanted if values[k]}
+
+    def clear(self) -> None:
+        self._memo = (None, {})

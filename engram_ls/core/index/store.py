@@ -31,6 +31,7 @@ from engram_ls.core.index.rows import (
     now_iso,
 )
 from engram_ls.core.index.schema import DDL, SCHEMA_VERSION
+from engram_ls.core.index.snapshot_cache import Memo
 from engram_ls.core.serialize import NOT_JSON, OMIT_EMPTY
 
 T = TypeVar("T")
@@ -100,6 +101,8 @@ class Index:
         """Frequent words' and phrases' postings, for exact top-k ranking (``impacts``)."""
         self.topic_notes = topic_sets.topic_cache(self)
         """Large topics' notes as sets (``topic_sets``)."""
+        self.topic_names = Memo(self)
+        """Topics' canonical names by key, as the pages of hits show them."""
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -335,6 +338,7 @@ class Index:
         """
         self.postings.clear()
         self.topic_notes.clear()
+        self.topic_names.clear()
         with self._lock:
             self._epoch += 1
             helper, self._helper = self._helper, None

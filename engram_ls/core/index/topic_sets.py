@@ -39,3 +39,14 @@ def read_topic(conn: sqlite3.Connection, topic_id: int) -> TopicNotes:
 
 def topic_cache(source: Source) -> SnapshotCache[int, TopicNotes]:
     return SnapshotCache("engram-topics", source, read_topic, HOT_TOPICS)
+
+
+def canonical_names(conn: sqlite3.Connection, keys: list[str]) -> dict[str, str]:
+    """The canonical name of each of the topics ``keys`` that the index has."""
+    out: dict[str, str] = {}
+    for i in range(0, len(keys), 500):
+        part = keys[i : i + 500]
+        marks = ",".join("?" * len(part))
+        for k, name in conn.execute(f"SELECT key, name FROM topics WHERE key IN ({marks})", part):
+            out[str(k)] = str(name)
+    return out

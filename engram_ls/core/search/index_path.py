@@ -25,7 +25,7 @@ from engram_ls.core.config import EngramConfig
 from engram_ls.core.globs import compile_glob
 from engram_ls.core.index import impacts, topic_sets, trigram
 from engram_ls.core.index.rows import folder_range
-from engram_ls.core.index.snapshot_cache import SnapshotCache
+from engram_ls.core.index.snapshot_cache import Memo, SnapshotCache
 from engram_ls.core.ripgrep import FirstMatch, Grep
 from engram_ls.core.search.hits import (
     Found,
@@ -215,6 +215,7 @@ class IndexSearcher:
         *,
         postings: SnapshotCache[impacts.Key, impacts.Postings] | None = None,
         topic_notes: SnapshotCache[int, topic_sets.TopicNotes] | None = None,
+        topic_names: Memo | None = None,
     ) -> None:
         self.conn = conn
         self.vault = vault
@@ -223,6 +224,8 @@ class IndexSearcher:
         """Frequent words' postings, for exact top-k ranking without FTS5 ranking every row."""
         self.topic_notes = topic_notes
         """Large topics' notes as sets, for filters of topics only."""
+        self.topic_names = topic_names
+        """Topics' canonical names, remembered for this index state (else read each page)."""
         self.served_by: ServedBy = "index"
         """Which path answered the last ``run``: ``scan`` when ripgrep read every file."""
         conn.create_function("engram_glob", 2, _glob_match, deterministic=True)
@@ -669,15 +672,9 @@ class IndexSearcher:
 
     def _canonical_names(self, listed: Iterable[list[str]]) -> dict[str, str]:
         keys = sorted({t.casefold() for topics in listed for t in topics})
-        out: dict[str, str] = {}
-        for i in range(0, len(keys), 500):
-            part = keys[i : i + 500]
-            marks = ",".join("?" * len(part))
-            for k, name in self.conn.execute(
-                f"SELECT key, name FROM topics WHERE key IN ({marks})", part
-            ):
-                out[str(k)] = str(name)
-        return out
+        if self.topic_names is not None:
+            return self.topic_names.lookup(self.conn, keys, topic_sets.canonical_names)
+        return topic_sets.canonical_names(self.conn, keys)
 
 
 def _one_term(plan: Plan) -> tuple[str, ...] | None:

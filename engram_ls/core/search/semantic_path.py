@@ -77,7 +77,9 @@ class SemanticSearcher:
         if f is None:
             return [], 0
         need = plan.offset + plan.limit
-        near = self.nearest(plan, f, need)
+        # hybrid fuses the first HYBRID_DEPTH notes by meaning: the same ranking as a search
+        # by meaning of that many (the chunks re-ranked grow with the notes asked for)
+        near = self.nearest(plan, f, need if plan.mode == "semantic" else max(need, HYBRID_DEPTH))
         if plan.mode == "semantic":
             return self.searcher.page(plan, self.placed(near[plan.offset : need])), len(near)
         return self._hybrid(plan, f, near)
@@ -165,14 +167,17 @@ class SemanticSearcher:
         ]
 
     def _allowed(self, f: _Filters) -> Any:
-        """The ids of the notes passing ``f`` (an array): from the large topics' sets in
-        memory for a filter of topics alone, else listed by the text path's SQL when they are
-        at most ``LIST_MOST``; None for a broader filter."""
+        """The notes passing ``f``, from memory when it can (a filter of large topics alone:
+        their set; of dates, and maybe large topics: ``_dated``), else their ids listed by the
+        text path's SQL when they are at most ``LIST_MOST``; None for a broader filter."""
         import numpy as np
 
         in_memory = self.searcher.topic_set(f)
-        if in_memory is not None:  # any size: an array of it is cheap
-            return np.fromiter(in_memory, dtype=np.int64, count=len(in_memory))
+        if in_memory is not None:  # any size: the table keeps its chunks' mask for a while
+            return in_memory
+        dated = self._dated(f)
+        if dated is not None:
+            return dated
         sql, params = f.ids_query(ordered=False)
         count = self.conn.execute(
             f"SELECT count(*) FROM (SELECT 1 FROM ({sql}) LIMIT ?)", [*params, LIST_MOST + 1]
@@ -183,6 +188,23 @@ class SemanticSearcher:
             return np.zeros(0, dtype=np.int64)
         listed = self.conn.execute(f"SELECT group_concat(id) FROM ({sql})", params).fetchone()
         return np.array(str(listed[0]).split(","), dtype=np.int64)
+
+    def _dated(self, f: _Filters) -> Any:
+        """For a date filter without a path: by note id, whether a note is within the dates
+        (and with topics, their set too), from memory; None when not in memory (the notes'
+        dates are read in the background for the next search)."""
+        if f.date_lo is None or f.date_hi is None or f.path is not None:
+            return None
+        cache = self.semantic.days()
+        days = cache.current(self.conn, 0)
+        if days is None:
+            cache.want(self.conn, 0)
+            return None
+        within = days.within(f.date_lo, f.date_hi)
+        if f.driver is None and not f.any_ids and not f.exclude:
+            return within
+        topics = self.searcher.topic_set(dataclasses.replace(f, date_lo=None, date_hi=None))
+        return None if topics is None else (topics, within)
 
     def _checked(self, table: CodeTable, q: Any, k: int, depth: int, f: _Filters) -> Any:
         """(chunk ids, note ids) of the ``k`` best chunks whose notes pass the broad filter

@@ -42,6 +42,8 @@ from engram_ls.core.serialize import rounded
 
 if TYPE_CHECKING:
     from engram_ls.core.health import IndexHealth
+    from engram_ls.core.index.snapshot_cache import SnapshotCache
+    from engram_ls.core.semantic.days import NoteDays
     from engram_ls.core.semantic.vectors import CodeTable
 
 log = logging.getLogger(__name__)
@@ -109,6 +111,7 @@ class Semantic:
         self._coverage: tuple[tuple[object, ...], str] | None = None
         self.synced: tuple[object, int] | None = None
         """(index file, generation) at the start of the last pass that embedded everything."""
+        self._days: SnapshotCache[int, NoteDays] | None = None
 
     # -- the model -------------------------------------------------------------------------
 
@@ -189,6 +192,19 @@ class Semantic:
     def fail(self, reason: str) -> None:
         """Turn search by meaning off for this process, with the reason (status ``failed``)."""
         self._error = reason
+
+    def days(self) -> SnapshotCache[int, NoteDays]:
+        """Every note's date in memory, per index state (``core/semantic/days.py``)."""
+        if self._days is None:
+            from engram_ls.core.semantic.days import days_cache
+
+            self._days = days_cache(self.health.index)
+        return self._days
+
+    def close(self) -> None:
+        """Stop reading in the background (the index is being closed)."""
+        if self._days is not None:
+            self._days.clear()
 
     def table(self) -> CodeTable:
         if self._table is None:

@@ -20,7 +20,7 @@ import hashlib
 import sqlite3
 import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 import numpy as np
 
@@ -29,6 +29,12 @@ from engram_ls.core.semantic import store
 if TYPE_CHECKING:
     import numpy.typing as npt
 
+    AmongOne: TypeAlias = (
+        Sequence[int] | npt.NDArray[np.int64] | npt.NDArray[np.bool_] | frozenset[int]
+    )
+    Among: TypeAlias = AmongOne | tuple[AmongOne, ...]
+    """Notes whose chunks alone are ranked (``CodeTable._among``)."""
+
 WORDS = 4
 """64-bit words of a code: codes are of the first 256 dimensions (all of the default model's)."""
 CODE_BYTES = WORDS * 8
@@ -36,6 +42,7 @@ DEAD_SHARE = 0.2
 FAR = WORDS * 64 + 1
 """The distance given to chunks a mask leaves out: beyond any real one."""
 READ_ROWS = 20_000
+MASKS_KEPT = 4
 
 
 BITS = WORDS * 64
@@ -139,6 +146,9 @@ class CodeTable:
         self.state: tuple[Any, ...] | None = None
         """What the table is of: (index file, main generation, model, semantic generation)."""
         self.lock = threading.Lock()
+        self._masks: dict[int, tuple[frozenset[int], Codes, npt.NDArray[np.bool_]]] = {}
+        """Chunk masks of note sets that stay the same objects for a while (a large topic's
+        notes in one index state), by the set's id, with the set and the table they are of."""
 
     def __len__(self) -> int:
         return len(self.codes.ids)
@@ -203,7 +213,7 @@ class CodeTable:
         return total
 
     def nearest(
-        self, code: bytes, k: int, among: Sequence[int] | None = None
+        self, code: bytes, k: int, among: Among | None = None
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32]]:
         """(chunk ids, note ids) of the ``k`` chunks nearest ``code`` (only chunks of the
         notes ``among``, when given), nearest first (ties in table order)."""
@@ -217,7 +227,7 @@ class CodeTable:
         k: int,
         *,
         depth: int,
-        among: Sequence[int] | npt.NDArray[np.int64] | None = None,
+        among: Among | None = None,
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32]]:
         """(chunk ids, note ids) of the ``k`` chunks whose sign bits best agree with the unit
         vector ``q``, best first: the ``depth`` nearest by Hamming distance (only chunks of
@@ -240,7 +250,7 @@ class CodeTable:
         codes: Codes,
         code: bytes,
         k: int,
-        among: Sequence[int] | npt.NDArray[np.int64] | None,
+        among: Among | None,
         *,
         ordered: bool,
     ) -> npt.NDArray[np.intp]:
@@ -251,7 +261,7 @@ class CodeTable:
             d[codes.notes == 0] = FAR
             k = min(k, len(d) - codes.dead)
         if among is not None:
-            mask = self._mask(codes, among)
+            mask = self._among(codes, among)
             d[~mask] = FAR
             k = min(k, int(mask.sum()))
         k = min(k, len(d))
@@ -267,14 +277,39 @@ class CodeTable:
         inside = np.flatnonzero(d < within)
         return np.concatenate([inside, np.flatnonzero(d == within)[: k - len(inside)]])
 
+    def _among(self, codes: Codes, among: Among) -> npt.NDArray[np.bool_]:
+        """Which chunks of ``codes`` belong to the notes ``among``: ids; a frozenset (its mask
+        remembered while it and the table stay the same, a few at a time); a boolean array by
+        note id; or a tuple of these, all of which a note must be in."""
+        if isinstance(among, tuple):
+            masks = [self._among(codes, part) for part in among]
+            both: npt.NDArray[np.bool_] = np.logical_and.reduce(masks)
+            return both
+        if isinstance(among, frozenset):
+            kept = self._masks.get(id(among))
+            if kept is not None and kept[0] is among and kept[1] is codes:
+                return kept[2]
+            mask = self._mask(codes, np.fromiter(among, dtype=np.int64, count=len(among)))
+            if len(self._masks) >= MASKS_KEPT:
+                self._masks.pop(next(iter(self._masks)), None)
+            self._masks[id(among)] = (among, codes, mask)
+            return mask
+        wanted = np.asarray(among)
+        if wanted.dtype == np.bool_:
+            if not len(codes.ids):
+                return np.zeros(0, dtype=bool)
+            top = int(codes.notes.max()) + 1
+            if len(wanted) < top:  # notes written since the array was made: not in it
+                wanted = np.concatenate([wanted, np.zeros(top - len(wanted), dtype=bool)])
+            by_chunk: npt.NDArray[np.bool_] = wanted[codes.notes]
+            return by_chunk
+        return self._mask(codes, wanted.astype(np.int64))
+
     @staticmethod
-    def _mask(
-        codes: Codes, note_ids: Sequence[int] | npt.NDArray[np.int64]
-    ) -> npt.NDArray[np.bool_]:
-        """Which chunks of ``codes`` belong to one of ``note_ids``."""
+    def _mask(codes: Codes, wanted: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+        """Which chunks of ``codes`` belong to one of the notes ``wanted``."""
         if not len(codes.ids):
             return np.zeros(0, dtype=bool)
-        wanted = np.asarray(note_ids, dtype=np.int64)
         top = max(int(codes.notes.max()), int(wanted.max()) if len(wanted) else 0) + 1
         lut = np.zeros(top, dtype=bool)
         lut[wanted] = True
