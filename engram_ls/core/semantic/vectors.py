@@ -43,6 +43,7 @@ FAR = WORDS * 64 + 1
 """The distance given to chunks a mask leaves out: beyond any real one."""
 READ_ROWS = 20_000
 MASKS_KEPT = 4
+SCORE_ROWS = 512
 
 
 BITS = WORDS * 64
@@ -239,8 +240,14 @@ class CodeTable:
         order = self._hamming(codes, code_of(q[None, :])[0], depth, among, ordered=False)
         if len(order) > 1:
             raw = codes.words[:, order].T.astype(">u8").view(np.uint8)
-            # The dot product with ±1 bits is twice that with 0/1 bits, less the query's sum.
-            score = np.unpackbits(raw, axis=1).astype(np.float32) @ _signed_space(q)
+            signed = _signed_space(q)
+            # The dot product with ±1 bits is twice that with 0/1 bits, less the query's sum;
+            # a block of rows at a time (the bits as floats of 4,096 rows would be 4 MiB that
+            # the thread's heap keeps).
+            score = np.empty(len(order), dtype=np.float32)
+            for at in range(0, len(order), SCORE_ROWS):
+                bits = np.unpackbits(raw[at : at + SCORE_ROWS], axis=1).astype(np.float32)
+                score[at : at + SCORE_ROWS] = bits @ signed
             best = np.argpartition(-score, k - 1)[:k] if len(order) > k else np.arange(len(order))
             order = order[best[np.lexsort((best, -score[best]))]]
         return codes.ids[order], codes.notes[order]
