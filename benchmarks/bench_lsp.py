@@ -629,14 +629,16 @@ async def search_rounds(
     return out
 
 
-async def semantic_rounds(vault: Path, index: Path, repeat: int, rounds: int) -> dict[str, Any]:
+async def semantic_rounds(
+    vault: Path, index: Path, repeat: int, rounds: int, settle_s: float = 0.0
+) -> dict[str, Any]:
     """Only search by meaning (``benchlib.semantic_mix``), through a VS Code-like server per
     round with semantic search on: it first embeds what the index lacks (timed: chunks/s),
     then every kind is timed (with the server's own time, the answers' ``elapsed_ms``); the
-    server's RSS once ready and after the queries."""
+    server's RSS once ready and after the queries; ``settle_s`` as in ``queries``."""
     vault = vault.resolve()
     _trees("semantic", index, None)
-    out: dict[str, Any] = {"rounds": [], "index_bytes": index.stat().st_size}
+    out: dict[str, Any] = {"rounds": [], "index_bytes": index.stat().st_size, "settle_s": settle_s}
     for _ in range(rounds):
         s = Session(vault, index, "visual-studio-code", settings={})
         try:
@@ -679,7 +681,7 @@ async def semantic_rounds(vault: Path, index: Path, repeat: int, rounds: int) ->
 
                 if name.endswith("(baseline)") and "rss_semantic_mib" not in row:
                     row["rss_semantic_mib"] = b.rss_mib(s.pid)  # after the semantic kinds
-                stats, res = await b.timed(one, repeat)
+                stats, res = await b.timed(one, repeat, settle_s=settle_s)
                 server = b.summary(inside[-stats["runs"] :])
                 row["kinds"][name] = {
                     **stats,
@@ -759,8 +761,8 @@ def main() -> int:
         "--settle",
         type=float,
         default=0.0,
-        help="with --only search: a second untimed request and this many seconds of rest"
-        " before timing each query kind (the steady state after background reads)",
+        help="with --only search or semantic: a second untimed request and this many seconds"
+        " of rest before timing each query kind (the steady state after background reads)",
     )
     args = ap.parse_args()
     if args.only == "search":
@@ -774,7 +776,7 @@ def main() -> int:
     if args.only == "semantic":
         if args.index is None:
             ap.error("--only semantic needs --index (an index built beforehand)")
-        rounds = semantic_rounds(args.vault, args.index, args.repeat, args.runs)
+        rounds = semantic_rounds(args.vault, args.index, args.repeat, args.runs, args.settle)
         b.emit(asyncio.run(rounds), args.json)
         return 0
     if args.only == "warm":
