@@ -379,7 +379,7 @@ async def lsp_figures(vault: Path, index: Path, queries: list[dict[str, Any]]) -
     import bench_lsp
 
     rankings: dict[str, list[Ranking]] = defaultdict(list)
-    session = bench_lsp.Session(vault, index, "visual-studio-code")
+    session = bench_lsp.Session(vault, index, "visual-studio-code", settings={})
     await session.start()
     try:
         for q in queries:

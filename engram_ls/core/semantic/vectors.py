@@ -154,9 +154,9 @@ class CodeTable:
         self.state: tuple[Any, ...] | None = None
         """What the table is of: (index file, main generation, model, semantic generation)."""
         self.lock = threading.Lock()
-        self._masks: dict[int, tuple[frozenset[int], Codes, npt.NDArray[np.bool_]]] = {}
-        """Chunk masks of note sets that stay the same objects for a while (a large topic's
-        notes in one index state), by the set's id, with the set and the table they are of."""
+        self._masks: dict[int, tuple[frozenset[int], Codes, npt.NDArray[np.uint16], int]] = {}
+        """``_far`` of note sets that stay the same objects for a while (a large topic's notes
+        in one index state), by the set's id, with the set and the table they are of."""
 
     def __len__(self) -> int:
         return len(self.codes.ids)
@@ -275,9 +275,9 @@ class CodeTable:
             np.maximum(d, _far_unless(codes.notes != 0), out=d)
             k = min(k, len(d) - codes.dead)
         if among is not None:
-            mask = self._among(codes, among)
-            np.maximum(d, _far_unless(mask), out=d)  # 10x a boolean assignment's speed
-            k = min(k, int(np.count_nonzero(mask)))
+            far, passing = self._far(codes, among)
+            np.maximum(d, far, out=d)  # 10x a boolean assignment's speed
+            k = min(k, passing)
         k = min(k, len(d))
         if k <= 0:
             return np.zeros(0, dtype=np.intp)
@@ -291,23 +291,32 @@ class CodeTable:
         inside = np.flatnonzero(d < within)
         return np.concatenate([inside, np.flatnonzero(d == within)[: k - len(inside)]])
 
+    def _far(self, codes: Codes, among: Among) -> tuple[npt.NDArray[np.uint16], int]:
+        """``FAR`` for the chunks of ``codes`` not of the notes ``among`` (0 for the others),
+        and how many are; for a frozenset, remembered while it and the table stay the same
+        (a few at a time)."""
+        if not isinstance(among, frozenset):
+            mask = self._among(codes, among)
+            return _far_unless(mask), int(np.count_nonzero(mask))
+        kept = self._masks.get(id(among))
+        if kept is not None and kept[0] is among and kept[1] is codes:
+            return kept[2], kept[3]
+        mask = self._among(codes, among)
+        found = (_far_unless(mask), int(np.count_nonzero(mask)))
+        if len(self._masks) >= MASKS_KEPT:
+            self._masks.pop(next(iter(self._masks)), None)
+        self._masks[id(among)] = (among, codes, *found)
+        return found
+
     def _among(self, codes: Codes, among: Among) -> npt.NDArray[np.bool_]:
-        """Which chunks of ``codes`` belong to the notes ``among``: ids; a frozenset (its mask
-        remembered while it and the table stay the same, a few at a time); a boolean array by
-        note id; or a tuple of these, all of which a note must be in."""
+        """Which chunks of ``codes`` belong to the notes ``among``: ids; a frozenset; a
+        boolean array by note id; or a tuple of these, all of which a note must be in."""
         if isinstance(among, tuple):
             masks = [self._among(codes, part) for part in among]
             both: npt.NDArray[np.bool_] = np.logical_and.reduce(masks)
             return both
         if isinstance(among, frozenset):
-            kept = self._masks.get(id(among))
-            if kept is not None and kept[0] is among and kept[1] is codes:
-                return kept[2]
-            mask = self._mask(codes, np.fromiter(among, dtype=np.int64, count=len(among)))
-            if len(self._masks) >= MASKS_KEPT:
-                self._masks.pop(next(iter(self._masks)), None)
-            self._masks[id(among)] = (among, codes, mask)
-            return mask
+            return self._mask(codes, np.fromiter(among, dtype=np.int64, count=len(among)))
         wanted = np.asarray(among)
         if wanted.dtype == np.bool_:
             if not len(codes.ids):
