@@ -157,6 +157,7 @@ class CodeTable:
         self._masks: dict[int, tuple[frozenset[int], Codes, npt.NDArray[np.uint16], int]] = {}
         """``_far`` of note sets that stay the same objects for a while (a large topic's notes
         in one index state), by the set's id, with the set and the table they are of."""
+        self._masks_lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self.codes.ids)
@@ -303,9 +304,10 @@ class CodeTable:
             return kept[2], kept[3]
         mask = self._among(codes, among)
         found = (_far_unless(mask), int(np.count_nonzero(mask)))
-        if len(self._masks) >= MASKS_KEPT:
-            self._masks.pop(next(iter(self._masks)), None)
-        self._masks[id(among)] = (among, codes, *found)
+        with self._masks_lock:  # searches run on several threads
+            if len(self._masks) >= MASKS_KEPT:
+                self._masks.pop(next(iter(self._masks)), None)
+            self._masks[id(among)] = (among, codes, *found)
         return found
 
     def _among(self, codes: Codes, among: Among) -> npt.NDArray[np.bool_]:
