@@ -225,11 +225,13 @@ class Engram:
         return SemanticSearcher(r.conn, searcher, self.semantic, state, st.notes if st else 0)
 
     def prepare_semantic(self) -> None:
-        """Read the chunks' codes into memory now (1.4 s at 100,000 notes), so that the first
-        search by meaning does not wait for it: the servers call it after each pass."""
+        """Read into memory now what searches by meaning read again and again: the chunks'
+        codes (1.4 s at 100,000 notes) and the notes' dates, so that the first search by
+        meaning does not wait for the one and the first with dates does not list its notes in
+        SQL: the servers call it after each pass (a one-off search, the CLI's, never does)."""
         with self.health.reading() as r:
             if r.servable:
-                self._by_meaning(r, IndexSearcher(r.conn, self.vault, self.config)).refresh()
+                self._by_meaning(r, IndexSearcher(r.conn, self.vault, self.config)).prepare()
 
     def embed(
         self, *, progress: ProgressFn | None = None, stop: threading.Event | None = None

@@ -254,6 +254,30 @@ def test_a_date_changed_is_filtered_by_at_once(engram: Engram, vault: Path) -> N
     assert set(_paths(engram.search(req))) == {"travel/packing.md", "bikes/fixing-a-puncture.md"}
 
 
+def test_a_server_s_pass_leaves_the_notes_dates_in_memory(engram: Engram, vault: Path) -> None:
+    """After each embedding pass the servers prepare search by meaning (``prepare_semantic``):
+    the notes' dates are then in memory for that state of the index, so that even the first
+    search with dates is answered from them, and read again after a change."""
+
+    def in_memory() -> bool:
+        with engram.health.reading() as r:
+            return engram.semantic.days().current(r.conn, 0) is not None
+
+    assert not in_memory()
+    engram.prepare_semantic()
+    assert in_memory()
+    note = vault / "bikes/fixing-a-puncture.md"
+    note.write_text(note.read_text().replace("created_at: 2024-03-02", "created_at: 2022-03-02"))
+    engram.sync()
+    assert not in_memory()
+    engram.embed()
+    engram.prepare_semantic()
+    assert in_memory()
+    req = {"query": "bicycle tire", "mode": "semantic", "date_from": "2022-01-01"}
+    res = engram.search(req | {"date_to": "2022-12-31"})
+    assert set(_paths(res)) == {"travel/packing.md", "bikes/fixing-a-puncture.md"}
+
+
 def test_a_search_says_when_notes_wait_to_be_embedded(vault: Path, tmp_path: Path) -> None:
     e = _engram(vault, tmp_path / "index.sqlite")
     e.embed()

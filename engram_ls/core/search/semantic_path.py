@@ -93,6 +93,14 @@ class SemanticSearcher:
         """Bring the in-memory code table in line with this snapshot."""
         self.semantic.table().refresh(self.conn, (*self.state, self.model_key, self.generation))
 
+    def prepare(self) -> None:
+        """The code table, and the notes' dates unless they are of this state already (read
+        on a connection of their own, in their own snapshot)."""
+        self.refresh()
+        days = self.semantic.days()
+        if days.current(self.conn, 0) is None:
+            days.read(0)
+
     def coverage(self) -> str:
         """``ready`` or ``pending``: whether every note was embedded, in this snapshot."""
         return self.semantic.coverage(self.conn, (*self.state, self.generation), self.model_key)
