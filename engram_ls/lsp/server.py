@@ -33,6 +33,7 @@ from pygls.protocol import (
 )
 
 from engram_ls import __version__
+from engram_ls.core.memory import one_heap
 from engram_ls.core.net import is_loopback
 from engram_ls.core.sync import SyncReport
 from engram_ls.core.watch import VaultWatcher
@@ -356,6 +357,7 @@ class _ExpectedErrors(logging.Filter):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    one_heap()  # before any thread starts: core/memory.py
     parser = argparse.ArgumentParser(
         prog="engram-ls", description="The Engram language server (stdio by default)."
     )

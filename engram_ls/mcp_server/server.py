@@ -25,6 +25,7 @@ from pydantic import Field
 from engram_ls import __version__
 from engram_ls.core.check import IntegrityChecker
 from engram_ls.core.errors import EngramError, InvalidRequest, NotFound, OutsideVault
+from engram_ls.core.memory import one_heap
 from engram_ls.core.search import RequestField, request_fields
 from engram_ls.core.semantic.worker import EmbeddingWorker
 from engram_ls.core.serialize import json_value
@@ -256,6 +257,7 @@ def _read(engram: Engram, path: str, offset: int, max_chars: int) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    one_heap()  # before any thread starts: core/memory.py
     parser = argparse.ArgumentParser(
         prog="engram-mcp", description="The Engram MCP server (stdio by default)."
     )

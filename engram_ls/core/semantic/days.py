@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from engram_ls.core.index.snapshot_cache import SnapshotCache, Source, generation
-from engram_ls.core.semantic.vectors import give_back
+from engram_ls.core.memory import give_back
 
 if TYPE_CHECKING:
     import numpy.typing as npt

@@ -346,7 +346,7 @@ class Semantic:
         finally:
             bulk.close()
             if bulky:
-                from engram_ls.core.semantic.vectors import give_back
+                from engram_ls.core.memory import give_back
 
                 give_back()  # the float32 table and the batches' garbage
             self.running = False

@@ -15,7 +15,6 @@ and once a fifth of the table is dead it is read again whole.
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import sqlite3
 import threading
@@ -24,6 +23,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 import numpy as np
 
+from engram_ls.core.memory import give_back
 from engram_ls.core.semantic import store
 
 if TYPE_CHECKING:
@@ -117,17 +117,6 @@ class Codes(NamedTuple):
 _EMPTY = Codes(
     np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros((WORDS, 0), np.uint64)
 )
-
-
-def give_back() -> None:
-    """Return freed heap memory to the system after a whole table was read or a large pass
-    ended (glibc keeps the garbage otherwise: ~11 MiB for a table of 260,000 chunks). Nothing
-    where there is no glibc."""
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        libc.malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
 
 
 def _without(codes: Codes, orphans: Sequence[int]) -> Codes:
@@ -341,4 +330,4 @@ class CodeTable:
         return lut[codes.notes]
 
 
-__all__ = ["CODE_BYTES", "CodeTable", "Codes", "code_of", "from_blobs", "give_back", "to_blob"]
+__all__ = ["CODE_BYTES", "CodeTable", "Codes", "code_of", "from_blobs", "to_blob"]
