@@ -226,12 +226,16 @@ class Engram:
 
     def prepare_semantic(self) -> None:
         """Read into memory now what searches by meaning read again and again: the chunks'
-        codes (1.4 s at 100,000 notes) and the notes' dates, so that the first search by
-        meaning does not wait for the one and the first with dates does not list its notes in
-        SQL: the servers call it after each pass (a one-off search, the CLI's, never does)."""
+        codes (1.4 s at 100,000 notes), the notes' dates and the large topics' sets in use, so
+        that the first search by meaning does not wait for the one and the first with dates or
+        such a topic after a change does not list its notes in SQL: the servers call it after
+        each pass (a one-off search, the CLI's, never does)."""
         with self.health.reading() as r:
             if r.servable:
-                self._by_meaning(r, IndexSearcher(r.conn, self.vault, self.config)).prepare()
+                searcher = IndexSearcher(
+                    r.conn, self.vault, self.config, topic_notes=self.index.topic_notes
+                )
+                self._by_meaning(r, searcher).prepare()
 
     def embed(
         self, *, progress: ProgressFn | None = None, stop: threading.Event | None = None

@@ -278,6 +278,40 @@ def test_a_server_s_pass_leaves_the_notes_dates_in_memory(engram: Engram, vault:
     assert set(_paths(res)) == {"travel/packing.md", "bikes/fixing-a-puncture.md"}
 
 
+def test_a_server_s_pass_reads_again_the_topic_sets_searches_used(
+    engram: Engram, vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large topic's notes kept for searches are of one index state: after a change, the
+    servers' pass reads again those that searches used, so that the next search with that
+    topic is answered from memory at once, with the change in it."""
+    from engram_ls.core.index import topic_sets
+
+    monkeypatch.setattr(topic_sets, "MIN_NOTES", 1)  # every topic counts as large
+    cache = engram.index.topic_notes
+    with engram.health.reading() as r:
+        garden = r.conn.execute("SELECT id FROM topics WHERE key = 'garden'").fetchone()[0]
+
+    def current() -> frozenset[int] | None:
+        with engram.health.reading() as r:
+            found = cache.current(r.conn, garden)
+        return found.ids if found is not None else None
+
+    req = {"query": "bicycle tire", "mode": "semantic", "tags": ["garden"]}
+    deadline = time.monotonic() + 10
+    while current() is None:  # read in the background from the second search
+        assert time.monotonic() < deadline, "the topic's notes were never read"
+        engram.search(req)
+        time.sleep(0.05)
+    note = vault / "bikes/fixing-a-puncture.md"
+    note.write_text(note.read_text().replace("topics: [bikes, repair]", "topics: [garden]"))
+    engram.sync()
+    assert current() is None
+    engram.embed()
+    engram.prepare_semantic()
+    assert current() is not None and len(current() or ()) == 2
+    assert set(_paths(engram.search(req))) == {"garden/tomatoes.md", "bikes/fixing-a-puncture.md"}
+
+
 def test_a_search_says_when_notes_wait_to_be_embedded(vault: Path, tmp_path: Path) -> None:
     e = _engram(vault, tmp_path / "index.sqlite")
     e.embed()

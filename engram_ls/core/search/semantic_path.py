@@ -94,12 +94,18 @@ class SemanticSearcher:
         self.semantic.table().refresh(self.conn, (*self.state, self.model_key, self.generation))
 
     def prepare(self) -> None:
-        """The code table, and the notes' dates unless they are of this state already (read
-        on a connection of their own, in their own snapshot)."""
+        """The code table, the notes' dates, and the large topics' sets that searches used
+        (the ones kept, in an earlier state), each unless it is of this state already (read on
+        a connection of its own, in its own snapshot)."""
         self.refresh()
         days = self.semantic.days()
         if days.current(self.conn, 0) is None:
             days.read(0)
+        topics = self.searcher.topic_notes
+        if topics is not None:
+            for topic in topics.kept():
+                if topics.current(self.conn, topic) is None:
+                    topics.read(topic)
 
     def coverage(self) -> str:
         """``ready`` or ``pending``: whether every note was embedded, in this snapshot."""
