@@ -143,12 +143,10 @@ class CodeTable:
         self.state: tuple[Any, ...] | None = None
         """What the table is of: (index file, main generation, model, semantic generation)."""
         self.lock = threading.Lock()
-        self._masks: dict[int, tuple[frozenset[int], Codes, npt.NDArray[np.uint16], int]] = {}
-        """``_far`` of note sets that stay the same objects for a while (a large topic's notes
-        in one index state), by the set's id, with the set and the table they are of."""
-        self._luts: dict[int, tuple[frozenset[int], Codes, npt.NDArray[np.bool_]]] = {}
-        """The same sets by note id (``_by_note``), for filters they are a part of."""
-        self._masks_lock = threading.Lock()
+        self._sets: dict[int, _SetMask] = {}
+        """Note sets that stay the same objects for a while (a large topic's notes in one
+        index state), by the set's id: what ``_far`` and ``_by_note`` make of them."""
+        self._sets_lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self.codes.ids)
@@ -285,18 +283,12 @@ class CodeTable:
 
     def _far(self, codes: Codes, among: Among) -> tuple[npt.NDArray[np.uint16], int]:
         """``FAR`` for the chunks of ``codes`` not of the notes ``among`` (0 for the others),
-        and how many are; for a frozenset, remembered while it and the table stay the same
-        (a few at a time)."""
-        if not isinstance(among, frozenset):
-            mask = self._among(codes, among)
-            return _far_unless(mask), int(np.count_nonzero(mask))
-        kept = self._masks.get(id(among))
-        if kept is not None and kept[0] is among and kept[1] is codes:
-            return kept[2], kept[3]
+        and how many are; a frozenset's remembered while it and the table stay the same."""
+        if isinstance(among, frozenset):
+            kept = self._set_mask(codes, among)
+            return kept.far, kept.passing
         mask = self._among(codes, among)
-        found = (_far_unless(mask), int(np.count_nonzero(mask)))
-        _keep(self._masks, self._masks_lock, id(among), (among, codes, *found))
-        return found
+        return _far_unless(mask), int(np.count_nonzero(mask))
 
     def _among(self, codes: Codes, among: Among) -> npt.NDArray[np.bool_]:
         """Which chunks of ``codes`` belong to the notes ``among``: ids; a frozenset; a
@@ -309,7 +301,7 @@ class CodeTable:
     def _by_note(self, codes: Codes, among: Among) -> npt.NDArray[np.bool_]:
         """By note id, up to the table's highest: whether the note is one of ``among`` (a
         tuple's parts combined note by note, then looked up once per chunk: a 100,000-note
-        array against 260,000 chunks); a frozenset's, remembered as ``_far`` is."""
+        array against 260,000 chunks); a frozenset's remembered as ``_far`` is."""
         top = int(codes.notes.max()) + 1
         if isinstance(among, tuple):
             both: npt.NDArray[np.bool_] = np.logical_and.reduce(
@@ -317,12 +309,7 @@ class CodeTable:
             )
             return both
         if isinstance(among, frozenset):
-            kept = self._luts.get(id(among))
-            if kept is not None and kept[0] is among and kept[1] is codes:
-                return kept[2]
-            lut = _lut(top, np.fromiter(among, dtype=np.int64, count=len(among)))
-            _keep(self._luts, self._masks_lock, id(among), (among, codes, lut))
-            return lut
+            return self._set_mask(codes, among).by_note
         wanted = np.asarray(among)
         if wanted.dtype != np.bool_:
             return _lut(top, wanted.astype(np.int64))
@@ -330,21 +317,37 @@ class CodeTable:
             return np.concatenate([wanted, np.zeros(top - len(wanted), dtype=bool)])
         return wanted[:top]
 
+    def _set_mask(self, codes: Codes, among: frozenset[int]) -> _SetMask:
+        """``among`` by note id and as ``_far`` gives it, for ``codes``: made once while the
+        set and the table stay the same objects (``MASKS_KEPT`` sets at a time)."""
+        kept = self._sets.get(id(among))
+        if kept is not None and kept.among is among and kept.codes is codes:
+            return kept
+        top = int(codes.notes.max()) + 1 if len(codes.ids) else 1
+        by_note = _lut(top, np.fromiter(among, dtype=np.int64, count=len(among)))
+        mask = by_note[codes.notes]
+        made = _SetMask(among, codes, by_note, _far_unless(mask), int(np.count_nonzero(mask)))
+        with self._sets_lock:  # searches run on several threads
+            if len(self._sets) >= MASKS_KEPT:
+                self._sets.pop(next(iter(self._sets)), None)
+            self._sets[id(among)] = made
+        return made
+
+
+class _SetMask(NamedTuple):
+    among: frozenset[int]
+    codes: Codes
+    by_note: npt.NDArray[np.bool_]
+    far: npt.NDArray[np.uint16]
+    passing: int
+    """Chunks of the set's notes."""
+
 
 def _lut(top: int, wanted: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
     """By note id below ``top``: whether it is one of ``wanted`` (ids above have no chunk)."""
     lut = np.zeros(top, dtype=bool)
     lut[wanted[wanted < top]] = True
     return lut
-
-
-def _keep(cache: dict[int, Any], lock: threading.Lock, key: int, value: Any) -> None:
-    """Remember ``value`` in ``cache``, the oldest of ``MASKS_KEPT`` let go (searches run on
-    several threads)."""
-    with lock:
-        if len(cache) >= MASKS_KEPT:
-            cache.pop(next(iter(cache)), None)
-        cache[key] = value
 
 
 __all__ = ["CODE_BYTES", "CodeTable", "Codes", "code_of", "from_blobs", "to_blob"]
