@@ -193,15 +193,14 @@ class SemanticSearcher:
         if dated is not None:
             return dated
         sql, params = f.ids_query(ordered=False)
-        count = self.conn.execute(
-            f"SELECT count(*) FROM (SELECT 1 FROM ({sql}) LIMIT ?)", [*params, LIST_MOST + 1]
-        ).fetchone()[0]
-        if count > LIST_MOST:
-            return None
-        if not count:
+        (listed,) = self.conn.execute(
+            f"SELECT group_concat(id) FROM (SELECT id FROM ({sql}) LIMIT ?)",
+            [*params, LIST_MOST + 1],
+        ).fetchone()
+        if listed is None:
             return np.zeros(0, dtype=np.int64)
-        listed = self.conn.execute(f"SELECT group_concat(id) FROM ({sql})", params).fetchone()
-        return np.array(str(listed[0]).split(","), dtype=np.int64)
+        ids = np.array(str(listed).split(","), dtype=np.int64)
+        return ids if len(ids) <= LIST_MOST else None
 
     def _dated(self, f: _Filters) -> Any:
         """For a date filter without a path: by note id, whether a note is within the dates
