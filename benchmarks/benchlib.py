@@ -254,13 +254,13 @@ SEMANTIC_QUERIES = (
 def semantic_mix() -> list[tuple[str, dict[str, Any]]]:
     """(name, engram/search params) of the search-by-meaning kinds: ``semantic`` and ``hybrid``
     alone (``semantic`` also over ``SEMANTIC_QUERIES`` in turn, a tuple as its ``query``: one
-    query repeated finds its vectors in SQLite's page cache, different ones do not) and with
+    query repeated reads the same vectors each time, different ones others) and with
     each kind of filter (a common tag, a rare tag: a narrow filter, a year, a
     folder), then two kinds of the main mix as the baseline measured in the same run (last, so
     that the server's memory after the semantic kinds is theirs alone)."""
     topic, rare_topic = g.COMMON_TOPICS[0], g.RARE_TOPICS[0]
     year = {"date_from": "2021-01-01", "date_to": "2021-12-31"}
-    query = "why is the search index slow after a release"
+    query = SEMANTIC_QUERIES[0]
     return [
         ("semantic", {"query": query, "mode": "semantic"}),
         ("semantic, 20 queries", {"query": SEMANTIC_QUERIES, "mode": "semantic"}),

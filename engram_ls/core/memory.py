@@ -12,7 +12,6 @@ does anything.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import functools
 import os
 

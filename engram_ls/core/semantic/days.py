@@ -8,7 +8,8 @@ id, so that a date range becomes two comparisons over that array. Ranks follow t
 date strings themselves (Python compares code points, SQLite's ``BINARY`` compares UTF-8 bytes:
 the same order), so the mask passes exactly the notes that ``created_at >= lo AND created_at <=
 hi`` passes. It is a ``SnapshotCache`` value: used only in the index state it was read in, read
-in the background from the second search that could use it.
+by the servers after each embedding pass (``SemanticSearcher.prepare``), else in the background
+from the second search that could use it.
 """
 
 from __future__ import annotations
