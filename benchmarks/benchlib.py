@@ -223,6 +223,11 @@ def query_mix() -> list[tuple[str, dict[str, Any], dict[str, Any] | None]]:
         ("literal common", {"query": word, "mode": "literal"}, {"pattern": word}),
         ("regex", {"query": regex, "mode": "regex"}, {"pattern": regex, "regex": True}),
         ("regex+tag", {"query": regex, "mode": "regex", "tags": [topic]}, None),
+        ("where 1", {"where": ["status = done"]}, None),
+        ("where 2", {"where": ["status = doing", "priority >= 4"]}, None),
+        ("where or", {"where": {"or": ["rating >= 4.5", {"not": "status exists"}]}}, None),
+        ("where+tag+date", {"where": ["due exists"], "tags": [topic], **year}, None),
+        ("where+text", {"query": word, "where": ["priority >= 4"]}, None),
     ]
 
 

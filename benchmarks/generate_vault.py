@@ -13,8 +13,9 @@ Each note has ~1.5 KB of English-looking text whose words follow a Zipf-like dis
 vocabulary of a few thousand words, 2–6 headings, a few wiki-links and Markdown links to other
 generated notes, and sometimes inline ``#tags``. Frontmatter holds ``title``, ``tags`` (1–5 topics,
 Zipf-distributed over ~2,000 topic names, some of them multi-word such as ``memory leak``), a
-date between 2018 and 2025 (``date:``, sometimes a ``created_at:`` timestamp) and a
-``summary``; 4 % of topic picks are title-cased (``Python``), as in real vaults. About 2 % of
+date between 2018 and 2025 (``date:``, sometimes a ``created_at:`` timestamp), a ``summary``,
+then typed properties (``status``, ``priority``, ``rating``, ``due``, ``draft``: see
+``_properties``); 4 % of topic picks are title-cased (``Python``), as in real vaults. About 2 % of
 notes are messy, split evenly over: malformed YAML, tags as a comma string, a ``{{date}}``
 placeholder, no date, no frontmatter.
 
@@ -58,6 +59,7 @@ __all__ = [
     "RARE_TOPICS",
     "RARE_WORDS",
     "SHAPES",
+    "STATUSES",
     "generate",
     "main",
 ]
@@ -359,7 +361,13 @@ def _pick_topics(rng: Random) -> list[str]:
 
 
 def _frontmatter(
-    title: str, topics: list[str], date: dt.date, summary: str, kind: str | None, rng: Random
+    title: str,
+    topics: list[str],
+    date: dt.date,
+    summary: str,
+    kind: str | None,
+    rng: Random,
+    properties: Sequence[str] = (),
 ) -> str:
     lines = ["---", f"title: {title}"]
     if kind == "malformed":
@@ -380,8 +388,36 @@ def _frontmatter(
         else:
             lines.append(f"date: {date.isoformat()}")
     lines.append(f"summary: {summary}")
+    lines.extend(properties)
     lines.append("---")
     return "\n".join(lines) + "\n\n"
+
+
+STATUSES = ("todo", "doing", "done", "blocked", "someday")
+"""Values of the ``status`` property, most used first (about 40, 25, 20, 10, 5 %)."""
+_STATUS_CUM = (40, 65, 85, 95, 100)
+
+
+def _properties(rng: Random, date: dt.date) -> list[str]:
+    """Typed frontmatter lines: ``status`` (text, on 90 % of notes), ``priority`` (a number
+    1–5, but text ``high``/``low`` on 3 % of them: a property whose type differs between
+    notes), ``rating`` (a float on 60 %), ``due`` (a date 0–120 days after the note's, on
+    40 %) and ``draft`` (a bool on 30 %). Drawn from their own random stream, so that the
+    rest of a note is the same as before they existed."""
+    lines = []
+    if rng.random() < 0.9:
+        lines.append(f"status: {rng.choices(STATUSES, cum_weights=_STATUS_CUM)[0]}")
+    if rng.random() < 0.03:
+        lines.append(f"priority: {rng.choice(('high', 'low'))}")
+    else:
+        lines.append(f"priority: {rng.randint(1, 5)}")
+    if rng.random() < 0.6:
+        lines.append(f"rating: {rng.randint(10, 50) / 10}")
+    if rng.random() < 0.4:
+        lines.append(f"due: {(date + dt.timedelta(days=rng.randrange(121))).isoformat()}")
+    if rng.random() < 0.3:
+        lines.append(f"draft: {'true' if rng.random() < 0.5 else 'false'}")
+    return lines
 
 
 def generate(
@@ -407,6 +443,7 @@ def _generate(
     if out_dir.exists() and not overwrite and any(out_dir.iterdir()):
         raise FileExistsError(f"{out_dir} is not empty; use an empty or new directory")
     rng = Random(seed)
+    props_rng = Random(f"properties-{seed}")
     n_areas = max(1, -(-notes // (_NOTES_PER_FOLDER * len(_YEARS))))
 
     # Pass 1: metadata of every note, so that links can point anywhere.
@@ -494,7 +531,8 @@ def _generate(
         if kind == "no-frontmatter":
             text = body
         else:
-            text = _frontmatter(title, topics, dates[i], summary, kind, rng) + body
+            props = _properties(props_rng, dates[i])
+            text = _frontmatter(title, topics, dates[i], summary, kind, rng, props) + body
         data = text.encode("utf-8")
         total_bytes += len(data)
         with open(out_dir / folders[i] / f"{stems[i]}.md", "wb") as fh:

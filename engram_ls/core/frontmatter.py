@@ -55,6 +55,7 @@ __all__ = [
     "SafeYamlLoader",
     "parse_frontmatter",
     "read_frontmatter",
+    "scalar_value",
     "split_frontmatter",
 ]
 
@@ -471,6 +472,17 @@ def _load_simple(text: str) -> Any:
             items.append(value)
         data[key] = items if indent is not None else None
     return data or None
+
+
+def scalar_value(raw: str) -> Any:
+    """``raw`` read as YAML reads one scalar value after ``key:`` (``2`` a number, ``true`` a
+    bool, ``2024-03-05`` a date, ``"2"`` and ``done`` text, nothing null); text that is not one
+    simple scalar (a flow list, a mapping) is itself, as written."""
+    raw = raw.strip()
+    if not raw:
+        return None
+    value = _simple_value(raw)
+    return raw if value is _NOT_SIMPLE or isinstance(value, list) else value
 
 
 def _simple_value(raw: str) -> Any:

@@ -7,7 +7,10 @@ them to 0-based positions.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from engram_ls.core.properties import Prop
 
 LinkKind = Literal["wiki", "markdown"]
 
@@ -66,3 +69,5 @@ class Note:
     body_line: int = 1
     """1-based line of the file on which ``body`` starts."""
     problems: tuple[Problem, ...] = field(default=())
+    properties: tuple[Prop, ...] = ()
+    """Every frontmatter value, typed (``core.properties``): what ``where`` compares."""

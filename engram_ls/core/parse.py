@@ -47,6 +47,7 @@ from urllib.parse import unquote
 from engram_ls.core.config import EngramConfig
 from engram_ls.core.frontmatter import Frontmatter, parse_frontmatter, split_frontmatter
 from engram_ls.core.model import Heading, Link, LinkKind, Note, Problem
+from engram_ls.core.properties import note_properties
 
 __all__ = [
     "BINARY_SNIFF_BYTES",
@@ -165,6 +166,7 @@ def parse_note(path: str, data: bytes, config: EngramConfig) -> Note:
         body=body,
         body_line=body_line,
         problems=tuple(problems),
+        properties=note_properties(meta),
     )
 
 

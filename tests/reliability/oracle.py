@@ -21,8 +21,8 @@ Contents = dict[str, Any]
 
 def contents(index_file: Path) -> Contents:
     """Notes (path, stat, hash, title, date, topics …), topics, note↔topic rows, headings,
-    symbol names, aliases, links, full-text rows and the status counters, keyed by path rather
-    than row id."""
+    symbol names, aliases, links, properties, full-text rows and the status counters, keyed by
+    path rather than row id."""
     conn = sqlite3.connect(f"file:{index_file}?mode=ro", uri=True, timeout=30)
     try:
         path_of = dict(conn.execute("SELECT id, path FROM notes"))
@@ -54,6 +54,12 @@ def contents(index_file: Path) -> Contents:
             ),
             "links": sorted(
                 (path_of.get(n), *rest) for n, *rest in conn.execute("SELECT * FROM links")
+            ),
+            "props": sorted(
+                (path_of.get(n), k, kind, str(v), item)
+                for k, kind, v, n, item in conn.execute(
+                    "SELECT key, kind, value, note_id, item FROM props"
+                )
             ),
             "fts": sorted(
                 (path_of.get(r), *rest)

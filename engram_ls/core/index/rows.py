@@ -18,6 +18,7 @@ from engram_ls.core.index.symbol_match import char_mask, name_keys
 from engram_ls.core.index.trigram import TABLES
 from engram_ls.core.links import link_key, stem_key
 from engram_ls.core.model import Note
+from engram_ls.core.properties import CODES
 
 State = Literal["empty", "building", "ready", "stale", "failed"]
 STATES: tuple[State, ...] = ("empty", "building", "ready", "stale", "failed")
@@ -68,6 +69,8 @@ class NoteRows(NamedTuple):
     only inserts them."""
     fts: tuple[str, str, str, str]
     has_problems: bool
+    props: tuple[tuple[str, str, Any, int], ...] = ()
+    """(key, kind letter, value, item) of each ``props`` row."""
     trigram: str | None = ""
     """The file's text for the trigram index; None when it cannot hold it (the note is then
     a candidate of every literal search), ``""`` for no rows (trigram index off)."""
@@ -115,6 +118,7 @@ def note_rows(
         fts=(note.title, note.summary or "", " ".join(note.topics), note.body),
         has_problems=bool(note.problems),
         trigram=trigram,
+        props=tuple((p.name, CODES[p.kind], p.value, int(p.item)) for p in note.properties),
     )
 
 
@@ -133,6 +137,13 @@ def _names(note: Note, title_key: str) -> tuple[tuple[int, int, str], ...]:
     return tuple(names)
 
 
+def _props_order(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``props`` rows in key order (fewer pages touched), numbers apart from text (the two
+    do not compare in Python)."""
+    key, kind, value, note_id, _ = row
+    return (key, kind, str(type(value)), value, note_id)
+
+
 @dataclass(slots=True)
 class _ChildRows:
     topics: list[tuple[Any, ...]] = field(default_factory=list)
@@ -144,6 +155,7 @@ class _ChildRows:
     fts: list[tuple[Any, ...]] = field(default_factory=list)
     tri: list[tuple[Any, ...]] = field(default_factory=list)
     unindexed: list[tuple[Any, ...]] = field(default_factory=list)
+    props: list[tuple[Any, ...]] = field(default_factory=list)
 
 
 _CHILD_INSERTS = {
@@ -158,6 +170,7 @@ _CHILD_INSERTS = {
     "fts": "INSERT INTO notes_fts (rowid, title, summary, topics, body) VALUES (?, ?, ?, ?, ?)",
     "tri": "INSERT INTO notes_tri (rowid, text) VALUES (?, ?)",
     "unindexed": "INSERT OR IGNORE INTO tri_unindexed (note_id) VALUES (?)",
+    "props": "INSERT OR IGNORE INTO props (key, kind, value, note_id, item) VALUES (?, ?, ?, ?, ?)",
 }
 """How each list of ``_ChildRows`` is written (one statement per table, in this order)."""
 
@@ -266,10 +279,12 @@ class Batch:
             out.unindexed.append((note_id,))
         elif rows.trigram:
             out.tri.append((note_id, rows.trigram))
+        out.props.extend((key, kind, value, note_id, item) for key, kind, value, item in rows.props)
 
     def _write_children(self, rows: _ChildRows) -> None:
         rows.names.sort()  # in key order: fewer pages touched in a large batch
         rows.name_keys.sort()
+        rows.props.sort(key=_props_order)
         for kind, sql in _CHILD_INSERTS.items():
             values = getattr(rows, kind)
             if values:
@@ -299,6 +314,7 @@ class Batch:
         c.execute("DELETE FROM notes_fts WHERE rowid = ?", (note_id,))
         c.execute("DELETE FROM notes_tri WHERE rowid = ?", (note_id,))
         c.execute("DELETE FROM tri_unindexed WHERE note_id = ?", (note_id,))
+        c.execute("DELETE FROM props WHERE note_id = ?", (note_id,))
 
     def clear(self) -> None:
         """Remove every note (a full rebuild that other processes can watch happen)."""
@@ -310,6 +326,7 @@ class Batch:
             "name_keys",
             "links",
             "aliases",
+            "props",
             "notes_fts",
             *TABLES,
             "embedded",

@@ -35,13 +35,17 @@ Layout:
   background after the main index, never by a build. Chunks whose note is gone, was re-embedded
   or rebuilt have ``note_id`` 0: their vectors are found by key until the end of the next
   embedding pass, so that an unchanged text is not embedded again, then deleted.
+- ``props``: every frontmatter value of every note, typed (``core.properties``): the property's
+  case-folded name, its kind's letter (``properties.CODES``), the value (text, number, 0/1,
+  ISO date, ``''`` for null) and whether it is a list item. Keyed so that a condition on one
+  property and kind (``status = done``, ``priority >= 2``) is one range of the key.
 - ``meta``: state, generation counter, timestamps, config fingerprint; ``semantic_*``: the
   model of the vectors and a counter of their changes (the main generation does not move).
 """
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 """Stored in ``PRAGMA user_version``. Bump on any change below: old indexes are rebuilt."""
 
 NO_DATE = ""
@@ -82,6 +86,17 @@ CREATE TABLE aliases (
 ) STRICT, WITHOUT ROWID;
 
 CREATE INDEX aliases_by_note ON aliases (note_id);
+
+CREATE TABLE props (
+    key      TEXT NOT NULL,
+    kind     TEXT NOT NULL,
+    value    ANY NOT NULL,
+    note_id  INTEGER NOT NULL,
+    item     INTEGER NOT NULL,
+    PRIMARY KEY (key, kind, value, note_id)
+) STRICT, WITHOUT ROWID;
+
+CREATE INDEX props_by_note ON props (note_id);
 
 CREATE TABLE topics (
     id     INTEGER PRIMARY KEY,

@@ -24,9 +24,9 @@ from typing import Any, NamedTuple
 from engram_ls.core.config import EngramConfig
 from engram_ls.core.globs import compile_glob
 from engram_ls.core.index import impacts, topic_sets, trigram
-from engram_ls.core.index.rows import folder_range
 from engram_ls.core.index.snapshot_cache import Memo, SnapshotCache
 from engram_ls.core.ripgrep import FirstMatch, Grep
+from engram_ls.core.search.filters import Filters, resolve
 from engram_ls.core.search.hits import (
     Found,
     SearchHit,
@@ -38,6 +38,7 @@ from engram_ls.core.search.hits import (
 from engram_ls.core.search.literal import UNDECIDED, Literal
 from engram_ls.core.search.plan import Plan
 from engram_ls.core.search.trigram_query import trigram_query
+from engram_ls.core.search.where_sql import register as register_where
 from engram_ls.core.vault import Vault
 
 BM25_WEIGHTS = (10.0, 5.0, 5.0, 1.0)
@@ -57,8 +58,6 @@ ONE_RUN_BYTES = 4 << 20
 """Notes to search this small in total (by their indexed size) are searched by one rg run
 printing every matching line (counts and first lines at once) instead of two (``--count``,
 then the first line of each note on the page): one process start less, about 8 ms."""
-LAST_DAY = "9999-12-31"
-FIRST_DAY = "0000-01-01"
 
 
 @dataclass(slots=True)
@@ -86,124 +85,6 @@ class _Match(NamedTuple):
     score: float
 
 
-@dataclass(slots=True)
-class _Filters:
-    """The filters of a plan as SQL pieces."""
-
-    driver: int | None
-    """Topic id whose ``note_topics`` rows drive the query (None: drive from ``notes``)."""
-    any_ids: list[int]
-    """For ``any`` with several topics: the topic ids (drive from their union)."""
-    all_others: list[int]
-    exclude: list[int]
-    date_lo: str | None
-    date_hi: str | None
-    path_kind: str | None
-    path: str | None
-    sizes: dict[int, int] = field(default_factory=dict)
-    """Notes of each topic of the filter, by topic id."""
-
-    @property
-    def empty(self) -> bool:
-        return (
-            self.driver is None
-            and not self.any_ids
-            and not self.exclude
-            and self.date_lo is None
-            and self.path is None
-        )
-
-    def note_conditions(
-        self, alias: str = "n", *, dates: bool = True, note_id: str | None = None
-    ) -> tuple[list[str], list[Any]]:
-        """Conditions on a ``notes`` row for everything but the driving topic.
-
-        ``note_id`` is the SQL expression of the note's id for the topic conditions (default
-        ``{alias}.id``), so that they can be checked without reading the notes row.
-        """
-        nid = note_id or f"{alias}.id"
-        where: list[str] = []
-        params: list[Any] = []
-        if dates and self.date_lo is not None:
-            where.append(f"{alias}.created_at >= ? AND {alias}.created_at <= ?")
-            params += [self.date_lo, self.date_hi]
-        if self.path is not None:
-            if self.path_kind == "glob":
-                where.append(f"engram_glob(?, {alias}.path)")
-                params.append(self.path)
-            else:
-                lo, hi = folder_range(self.path)
-                where.append(f"({alias}.path = ? OR ({alias}.path >= ? AND {alias}.path < ?))")
-                params += [self.path, lo, hi]
-        for tid in self.all_others:
-            where.append(
-                f"EXISTS (SELECT 1 FROM note_topics x WHERE x.note_id = {nid} AND x.topic_id = ?)"
-            )
-            params.append(tid)
-        if self.exclude:
-            marks = ",".join("?" * len(self.exclude))
-            where.append(
-                f"NOT EXISTS (SELECT 1 FROM note_topics x WHERE x.note_id = {nid}"
-                f" AND x.topic_id IN ({marks}))"
-            )
-            params += self.exclude
-        return where, params
-
-    def topic_conditions(self, alias: str = "n") -> tuple[list[str], list[Any]]:
-        """All conditions on a ``notes`` row, the topic filter included (for row probes)."""
-        where, params = self.note_conditions(alias)
-        ids = [self.driver] if self.driver is not None else self.any_ids
-        if ids:
-            marks = ",".join("?" * len(ids))
-            where.insert(
-                0,
-                f"EXISTS (SELECT 1 FROM note_topics t WHERE t.note_id = {alias}.id"
-                f" AND t.topic_id IN ({marks}))",
-            )
-            params = [*ids, *params]
-        return where, params
-
-    def ids_query(self, ordered: bool) -> tuple[str, list[Any]]:
-        """SQL selecting matching note ids (``id``, ``day`` columns), newest first if ordered."""
-        if self.driver is not None or self.any_ids:
-            # Dates are bounded on note_topics' key and topic probes use its note id: only a
-            # path scope needs the notes row.
-            where, params = self.note_conditions("n", dates=False, note_id="nt.note_id")
-            conds = []
-            p: list[Any] = []
-            if self.driver is not None:
-                conds.append("nt.topic_id = ?")
-                p.append(self.driver)
-            else:
-                conds.append(f"nt.topic_id IN ({','.join('?' * len(self.any_ids))})")
-                p += self.any_ids
-            if self.date_lo is not None:
-                conds.append("nt.created_at >= ? AND nt.created_at <= ?")
-                p += [self.date_lo, self.date_hi]
-            needs_note = self.path is not None
-            join = " JOIN notes n ON n.id = nt.note_id" if needs_note else ""
-            all_where = " AND ".join(conds + where)
-            if self.driver is not None:
-                sql = f"SELECT nt.note_id AS id, nt.created_at AS day FROM note_topics nt{join}"
-                sql += f" WHERE {all_where}"
-                if ordered:
-                    sql += " ORDER BY nt.created_at DESC, nt.note_id DESC"
-            else:
-                sql = (
-                    "SELECT nt.note_id AS id, max(nt.created_at) AS day FROM note_topics nt"
-                    f"{join} WHERE {all_where} GROUP BY nt.note_id"
-                )
-                if ordered:
-                    sql += " ORDER BY day DESC, id DESC"
-            return sql, p + params
-        where, params = self.note_conditions("n")
-        clause = (" WHERE " + " AND ".join(where)) if where else ""
-        sql = f"SELECT n.id AS id, coalesce(n.created_at, '') AS day FROM notes n{clause}"
-        if ordered:
-            sql += " ORDER BY n.created_at DESC, n.id DESC"
-        return sql, params
-
-
 class IndexSearcher:
     """Answers a plan from the index, inside the caller's read snapshot."""
 
@@ -229,6 +110,7 @@ class IndexSearcher:
         self.served_by: ServedBy = "index"
         """Which path answered the last ``run``: ``scan`` when ripgrep read every file."""
         conn.create_function("engram_glob", 2, _glob_match, deterministic=True)
+        register_where(conn)
         self._ranking: list[int] | None = None
         """While ``text_ranking`` runs: where the ranked note ids go instead of hits."""
 
@@ -243,19 +125,19 @@ class IndexSearcher:
             return self._grep(plan, filters)
         return self._listing(plan, filters)
 
-    def filters(self, plan: Plan) -> _Filters | None:
+    def filters(self, plan: Plan) -> Filters | None:
         """The plan's filters as SQL pieces; None when they can match nothing."""
         return self._filters(plan)
 
-    def text(self, plan: Plan, f: _Filters) -> tuple[list[SearchHit], int]:
+    def text(self, plan: Plan, f: Filters) -> tuple[list[SearchHit], int]:
         """The text path's answer to ``plan`` (a text query) within ``f``."""
         return self._text(plan, f)
 
-    def topic_set(self, f: _Filters) -> frozenset[int] | None:
+    def topic_set(self, f: Filters) -> frozenset[int] | None:
         """The notes passing a filter of large topics alone, from memory (else None)."""
         return self._topic_set(f)
 
-    def text_ranking(self, plan: Plan, f: _Filters) -> list[int]:
+    def text_ranking(self, plan: Plan, f: Filters) -> list[int]:
         """The notes the text path ranks first for ``plan`` (its page), best first: its
         ranking alone, without the hits' snippets (which read every body)."""
         self._ranking = []
@@ -278,48 +160,12 @@ class IndexSearcher:
                 row.extra["line"] = (line, text or "")
         return self._hits(plan, rows)
 
-    def _filters(self, plan: Plan) -> _Filters | None:
-        """Resolve topic names to ids; None when the filter can match nothing."""
-
-        def ids(keys: list[str]) -> dict[str, tuple[int, int]]:
-            if not keys:
-                return {}
-            marks = ",".join("?" * len(keys))
-            rows = self.conn.execute(
-                f"SELECT key, id, notes FROM topics WHERE key IN ({marks})", keys
-            ).fetchall()
-            return {str(k): (int(i), int(n)) for k, i, n in rows}
-
-        inc = ids(plan.include)
-        exc = ids(plan.exclude)
-        driver: int | None = None
-        any_ids: list[int] = []
-        others: list[int] = []
-        if plan.include:
-            if not inc or (plan.tags_all and len(inc) < len(set(plan.include))):
-                return None
-            by_use = sorted(inc.values(), key=lambda t: t[1])
-            if plan.tags_all or len(by_use) == 1:
-                driver = by_use[0][0]
-                others = [t[0] for t in by_use[1:]]
-            else:
-                any_ids = [t[0] for t in by_use]
-        has_dates = plan.date_from is not None or plan.date_to is not None
-        return _Filters(
-            driver=driver,
-            any_ids=any_ids,
-            all_others=others,
-            exclude=[t[0] for t in exc.values()],
-            date_lo=(plan.date_from or FIRST_DAY) if has_dates else None,
-            date_hi=(plan.date_to or LAST_DAY) if has_dates else None,
-            path_kind=plan.path_kind,
-            path=plan.path,
-            sizes={i: n for i, n in [*inc.values(), *exc.values()]},
-        )
+    def _filters(self, plan: Plan) -> Filters | None:
+        return resolve(self.conn, plan)
 
     # -- listing ---------------------------------------------------------------------------
 
-    def _listing(self, plan: Plan, f: _Filters) -> tuple[list[SearchHit], int]:
+    def _listing(self, plan: Plan, f: Filters) -> tuple[list[SearchHit], int]:
         passing = self._topic_set(f)
         if passing is not None:
             total = len(passing)
@@ -336,7 +182,7 @@ class IndexSearcher:
         rows = self._rows(ids)
         return self._hits(plan, rows), int(total)
 
-    def _topic_set(self, f: _Filters) -> frozenset[int] | None:
+    def _topic_set(self, f: Filters) -> frozenset[int] | None:
         """The notes passing a filter of topics alone (no dates, no path) with a large topic
         in it, from the topics' sets of this index state; None otherwise (and a large topic's
         set is wanted for next time)."""
@@ -346,6 +192,7 @@ class IndexSearcher:
             or not include
             or f.date_lo is not None
             or f.path is not None
+            or f.where is not None
             or max(f.sizes.get(t, 0) for t in include) < topic_sets.MIN_NOTES
         ):
             return None
@@ -380,7 +227,7 @@ class IndexSearcher:
 
     # -- text ------------------------------------------------------------------------------
 
-    def _text(self, plan: Plan, f: _Filters) -> tuple[list[SearchHit], int]:
+    def _text(self, plan: Plan, f: Filters) -> tuple[list[SearchHit], int]:
         from_postings = self._from_postings(plan, f)
         if from_postings is not None:
             return from_postings
@@ -389,7 +236,7 @@ class IndexSearcher:
         self._ranked_by_fts5(plan, matched, time.monotonic() - t0)
         return hits, total
 
-    def _ranked(self, plan: Plan, f: _Filters) -> tuple[list[SearchHit], int, int]:
+    def _ranked(self, plan: Plan, f: Filters) -> tuple[list[SearchHit], int, int]:
         """FTS5's ranking: (hits, total, how many notes match the text)."""
         w = ", ".join(str(x) for x in BM25_WEIGHTS)
         rank = f"bm25(notes_fts, {w})"
@@ -447,7 +294,7 @@ class IndexSearcher:
             ranked = [(i, r) for i, r, _ in rows]
         return self._ranked_hits(plan, ranked), int(total), matched
 
-    def _from_postings(self, plan: Plan, f: _Filters) -> tuple[list[SearchHit], int] | None:
+    def _from_postings(self, plan: Plan, f: Filters) -> tuple[list[SearchHit], int] | None:
         """A query of one word or phrase ranked from its postings: the same hits, scores,
         order and total as FTS5's ranking; None when there are none for this snapshot."""
         tokens = _one_term(plan)
@@ -502,7 +349,7 @@ class IndexSearcher:
 
     # -- literal / regex -------------------------------------------------------------------
 
-    def _grep(self, plan: Plan, f: _Filters) -> tuple[list[SearchHit], int]:
+    def _grep(self, plan: Plan, f: Filters) -> tuple[list[SearchHit], int]:
         files: dict[str, int] | None = None
         """The notes to search (path → size), when the index narrowed the query."""
         candidates = self._trigram_candidates(plan, f)
@@ -557,7 +404,7 @@ class IndexSearcher:
                 row.extra["line"] = (first.line, first.text)
         return self._hits(plan, page), len(ranked)
 
-    def _matching_notes(self, counts: dict[str, int], f: _Filters) -> list[_Match]:
+    def _matching_notes(self, counts: dict[str, int], f: Filters) -> list[_Match]:
         """The notes of the files that matched (score: matching lines) that pass the filters:
         only what ranking them needs. A quarter of the notes or more (a word in half of them
         matches 55,000 files) are read in one pass over the table, fewer by path, 500 at a
@@ -611,7 +458,7 @@ class IndexSearcher:
             found.update(more)
         return found
 
-    def _trigram_candidates(self, plan: Plan, f: _Filters) -> dict[str, int] | None:
+    def _trigram_candidates(self, plan: Plan, f: Filters) -> dict[str, int] | None:
         """The notes that can hold a match and pass the filters (path → size), from the
         trigram index; None when it cannot narrow the query (off, no trigram, a regex that
         requires none)."""

@@ -29,6 +29,7 @@ from engram_ls.core.search.request import (
     Mode,
     SearchRequest,
 )
+from engram_ls.core.search.where import Facts, Node, matches
 from engram_ls.core.vault import Vault
 
 
@@ -48,6 +49,8 @@ class Plan:
     date_to: str | None
     path: str | None
     path_kind: Literal["folder", "glob"] | None
+    where: Node | None
+    """Conditions on properties (``core.search.where``)."""
     limit: int
     offset: int
     case_sensitive: bool
@@ -57,7 +60,14 @@ class Plan:
 
     @property
     def has_filters(self) -> bool:
-        return bool(self.include or self.exclude or self.date_from or self.date_to or self.path)
+        return bool(
+            self.include
+            or self.exclude
+            or self.date_from
+            or self.date_to
+            or self.path
+            or self.where is not None
+        )
 
     @property
     def listing(self) -> bool:
@@ -95,6 +105,9 @@ class Plan:
         if self.path_kind == "glob":
             return compile_glob(self.path).match(path)
         return path == self.path or path.startswith(self.path + "/")
+
+    def where_ok(self, facts: Facts) -> bool:
+        return self.where is None or matches(self.where, facts)
 
     def topics_ok(self, topics: Iterable[str]) -> bool:
         keys = {t.casefold() for t in topics}
@@ -141,6 +154,7 @@ def make_plan(
         date_to=request.date_to,
         path=path,
         path_kind=path_kind,
+        where=request.where,
         limit=limit,
         offset=request.offset,
         case_sensitive=request.case_sensitive,
@@ -150,7 +164,7 @@ def make_plan(
     )
     if plan.listing and not plan.has_filters:
         raise InvalidRequest(
-            "give a query, or at least one filter (tags, date_from, date_to, path)"
+            "give a query, or at least one filter (tags, date_from, date_to, path, where)"
         )
     return plan
 

@@ -18,6 +18,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from engram_ls.core.config import Limits
 from engram_ls.core.errors import InvalidRequest
+from engram_ls.core.search.where import OPS, Node, WhereError, parse_where
 from engram_ls.core.semantic.model import missing_packages
 
 Mode = Literal["text", "literal", "regex", "semantic", "hybrid"]
@@ -60,6 +61,46 @@ def _tags(value: Any) -> Any:
     if isinstance(value, str):
         return [t for t in re.split(r"[,\s]+", value) if t]
     return value
+
+
+def _where(value: Any) -> Node | None:
+    """A ``where`` in any of its forms (text, a condition, a list, an and/or/not tree) as its
+    tree; a tree already read is kept."""
+    if value is None or isinstance(value, Node):
+        return value
+    try:
+        return parse_where(value)
+    except WhereError as exc:
+        raise ValueError(str(exc)) from None
+
+
+_CONDITION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "property": {"type": "string", "description": "A frontmatter key or a file.* property"},
+        "op": {"enum": list(OPS)},
+        "value": {"type": ["string", "number", "boolean", "null"]},
+    },
+    "required": ["property", "op"],
+}
+WHERE_SCHEMA: dict[str, Any] = {
+    "anyOf": [
+        {
+            "type": "array",
+            "items": {
+                "anyOf": [
+                    {"type": "string", "description": "PROPERTY OP VALUE, e.g. 'status = done'"},
+                    _CONDITION_SCHEMA,
+                    {"type": "object", "description": '{"and"|"or": [...]} or {"not": ...}'},
+                ]
+            },
+        },
+        {"type": "object", "description": 'A condition, or {"and"|"or": [...]}, {"not": ...}'},
+        {"type": "string"},
+        {"type": "null"},
+    ]
+}
+"""The ``where`` field's JSON schema (its Python type is the parsed tree)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +162,13 @@ class SearchRequest(BaseModel):
         default=None,
         description="Only notes under this vault-relative folder, this note, or notes matching "
         f"this glob (at most {MAX_PATH_CHARS} characters)",
+    )
+    where: Annotated[Any, BeforeValidator(_where), Offer(metavar="'PROPERTY OP VALUE'")] = Field(
+        default=None,
+        json_schema_extra=WHERE_SCHEMA,
+        description="Conditions on frontmatter or file properties, all of which must hold: "
+        "'status = done', 'priority >= 2', {property, op, value} objects, or an and/or/not "
+        f"tree of them; op is one of {', '.join(OPS)}",
     )
     limit: Annotated[
         int | None,
@@ -293,7 +341,9 @@ def parse_request(data: SearchRequest | Mapping[str, Any]) -> SearchRequest:
         parts = []
         for err in exc.errors():
             where = ".".join(str(p) for p in err.get("loc", ())) or "request"
-            parts.append(f"{where}: {err.get('msg')}")
+            msg = str(err.get("msg")).removeprefix("Value error, ")
+            named = msg.startswith(where) and msg[len(where) : len(where) + 1] in ("[", ".", ":")
+            parts.append(msg if named else f"{where}: {msg}")
         raise InvalidRequest(
             "invalid search request: " + "; ".join(parts), data={"errors": parts}
         ) from None

@@ -18,6 +18,7 @@ from engram_ls.core.index import fts
 from engram_ls.core.model import Note
 from engram_ls.core.search.hits import Found, SearchHit, newest_first, page_hits, snippet_line
 from engram_ls.core.search.plan import Plan
+from engram_ls.core.search.where import note_facts
 from engram_ls.core.vault import Vault
 
 ReadNote = Callable[[str], "Note | None"]
@@ -80,13 +81,19 @@ class ScanSearcher:
             return paths
         return [p for p in paths if p in found or not p.isascii() or needle in p.casefold()]
 
-    @staticmethod
-    def _meta_ok(plan: Plan, note: Note) -> bool:
-        return (
+    def _meta_ok(self, plan: Plan, note: Note) -> bool:
+        if not (
             plan.path_ok(note.path)
             and plan.date_ok(note.created_at)
             and plan.topics_ok(note.topics)
-        )
+        ):
+            return False
+        if plan.where is None:
+            return True
+        st = self.vault.stat(note.path)
+        if st is None:  # gone since it was read
+            return False
+        return plan.where_ok(note_facts(note, st.size, st.mtime_ns))
 
     def run(self, plan: Plan) -> tuple[list[SearchHit], int]:
         grep = plan.mode in ("literal", "regex") and bool(plan.query)

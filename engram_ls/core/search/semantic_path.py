@@ -23,8 +23,9 @@ import sqlite3
 from typing import TYPE_CHECKING, Any
 
 from engram_ls.core.search.any_word import any_word_plan
+from engram_ls.core.search.filters import Filters
 from engram_ls.core.search.hits import SearchHit, fuse_ranks
-from engram_ls.core.search.index_path import IndexSearcher, _Filters
+from engram_ls.core.search.index_path import IndexSearcher
 from engram_ls.core.search.plan import Plan
 from engram_ls.core.semantic import store
 
@@ -111,7 +112,7 @@ class SemanticSearcher:
         """``ready`` or ``pending``: whether every note was embedded, in this snapshot."""
         return self.semantic.coverage(self.conn, (*self.state, self.generation), self.model_key)
 
-    def nearest(self, plan: Plan, filters: _Filters, need: int) -> Near:
+    def nearest(self, plan: Plan, filters: Filters, need: int) -> Near:
         """The notes nearest the plan's query, best first (see the module's doc)."""
         model = self.semantic.model()
         q = model.embed([plan.query])[0]
@@ -132,7 +133,7 @@ class SemanticSearcher:
     def nearest_to(
         self,
         q: Any,
-        filters: _Filters | None,
+        filters: Filters | None,
         need: int,
         *,
         plan: Plan | None = None,
@@ -180,7 +181,7 @@ class SemanticSearcher:
             )
         ]
 
-    def _allowed(self, f: _Filters) -> Any:
+    def _allowed(self, f: Filters) -> Any:
         """The notes passing ``f``, from memory when it can (a filter of large topics alone:
         their set; of dates, and maybe large topics: ``_dated``), else their ids listed by the
         text path's SQL when they are at most ``LIST_MOST``; None for a broader filter."""
@@ -202,11 +203,11 @@ class SemanticSearcher:
         ids = np.array(str(listed).split(","), dtype=np.int64)
         return ids if len(ids) <= LIST_MOST else None
 
-    def _dated(self, f: _Filters) -> Any:
+    def _dated(self, f: Filters) -> Any:
         """For a date filter without a path: by note id, whether a note is within the dates
         (and with topics, their set too), from memory; None when not in memory (the notes'
         dates are read in the background for the next search)."""
-        if f.date_lo is None or f.date_hi is None or f.path is not None:
+        if f.date_lo is None or f.date_hi is None or f.path is not None or f.where is not None:
             return None
         cache = self.semantic.days()
         days = cache.current(self.conn, 0)
@@ -219,7 +220,7 @@ class SemanticSearcher:
         topics = self.searcher.topic_set(dataclasses.replace(f, date_lo=None, date_hi=None))
         return None if topics is None else (topics, within)
 
-    def _checked(self, table: CodeTable, q: Any, k: int, depth: int, f: _Filters) -> Any:
+    def _checked(self, table: CodeTable, q: Any, k: int, depth: int, f: Filters) -> Any:
         """(chunk ids, note ids) of the ``k`` best chunks whose notes pass the broad filter
         ``f`` (more than ``LIST_MOST`` notes pass it): the best ``depth`` chunks of all, in
         order, their notes checked in SQL a slice at a time until ``k`` pass."""
@@ -240,7 +241,7 @@ class SemanticSearcher:
         order = np.concatenate(kept)[:k] if kept else np.zeros(0, dtype=np.intp)
         return ids[order], notes[order]
 
-    def _passing(self, f: _Filters, note_ids: list[int]) -> set[int]:
+    def _passing(self, f: Filters, note_ids: list[int]) -> set[int]:
         """Those of ``note_ids`` that pass the filters (one statement: the ids as JSON)."""
         where, params = f.topic_conditions("n")
         sql = "SELECT n.id FROM json_each(?) j CROSS JOIN notes n ON n.id = j.value"
@@ -248,7 +249,7 @@ class SemanticSearcher:
             sql += " WHERE " + " AND ".join(where)
         return {int(r[0]) for r in self.conn.execute(sql, [json.dumps(note_ids), *params])}
 
-    def _hybrid(self, plan: Plan, f: _Filters, near: Near) -> tuple[list[SearchHit], int]:
+    def _hybrid(self, plan: Plan, f: Filters, near: Near) -> tuple[list[SearchHit], int]:
         text_plan = any_word_plan(plan, self.conn, self.state, self.notes, HYBRID_DEPTH)
         by_words = self.searcher.text_ranking(text_plan, f) if text_plan is not None else []
         chunk_of = {note_id: chunk for note_id, _, chunk in near[:HYBRID_DEPTH]}

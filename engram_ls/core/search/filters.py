@@ -1,0 +1,186 @@
+"""The filters of a search plan as SQL pieces over the index (``Filters``), with the topics'
+names resolved to their ids (``resolve``): what the text, literal, listing and semantic
+answers of the index path share."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Any
+
+from engram_ls.core.index.rows import folder_range
+from engram_ls.core.search.plan import Plan
+from engram_ls.core.search.where import Node
+from engram_ls.core.search.where_sql import conjuncts
+
+LAST_DAY = "9999-12-31"
+FIRST_DAY = "0000-01-01"
+
+
+@dataclass(slots=True)
+class Filters:
+    """The filters of a plan as SQL pieces."""
+
+    driver: int | None
+    """Topic id whose ``note_topics`` rows drive the query (None: drive from ``notes``)."""
+    any_ids: list[int]
+    """For ``any`` with several topics: the topic ids (drive from their union)."""
+    all_others: list[int]
+    exclude: list[int]
+    date_lo: str | None
+    date_hi: str | None
+    path_kind: str | None
+    path: str | None
+    where: Node | None = None
+    """Conditions on properties, as SQL by ``where_sql``."""
+    sizes: dict[int, int] = field(default_factory=dict)
+    """Notes of each topic of the filter, by topic id."""
+
+    @property
+    def empty(self) -> bool:
+        return (
+            self.driver is None
+            and not self.any_ids
+            and not self.exclude
+            and self.date_lo is None
+            and self.path is None
+            and self.where is None
+        )
+
+    def note_conditions(
+        self, alias: str = "n", *, dates: bool = True, note_id: str | None = None
+    ) -> tuple[list[str], list[Any]]:
+        """Conditions on a ``notes`` row for everything but the driving topic.
+
+        ``note_id`` is the SQL expression of the note's id for the topic conditions (default
+        ``{alias}.id``), so that they can be checked without reading the notes row.
+        """
+        nid = note_id or f"{alias}.id"
+        where: list[str] = []
+        params: list[Any] = []
+        if dates and self.date_lo is not None:
+            where.append(f"{alias}.created_at >= ? AND {alias}.created_at <= ?")
+            params += [self.date_lo, self.date_hi]
+        if self.path is not None:
+            if self.path_kind == "glob":
+                where.append(f"engram_glob(?, {alias}.path)")
+                params.append(self.path)
+            else:
+                lo, hi = folder_range(self.path)
+                where.append(f"({alias}.path = ? OR ({alias}.path >= ? AND {alias}.path < ?))")
+                params += [self.path, lo, hi]
+        for tid in self.all_others:
+            where.append(
+                f"EXISTS (SELECT 1 FROM note_topics x WHERE x.note_id = {nid} AND x.topic_id = ?)"
+            )
+            params.append(tid)
+        if self.exclude:
+            marks = ",".join("?" * len(self.exclude))
+            where.append(
+                f"NOT EXISTS (SELECT 1 FROM note_topics x WHERE x.note_id = {nid}"
+                f" AND x.topic_id IN ({marks}))"
+            )
+            params += self.exclude
+        if self.where is not None:
+            conds, p = conjuncts(self.where, nid)
+            where += conds
+            params += p
+        return where, params
+
+    def topic_conditions(self, alias: str = "n") -> tuple[list[str], list[Any]]:
+        """All conditions on a ``notes`` row, the topic filter included (for row probes)."""
+        where, params = self.note_conditions(alias)
+        ids = [self.driver] if self.driver is not None else self.any_ids
+        if ids:
+            marks = ",".join("?" * len(ids))
+            where.insert(
+                0,
+                f"EXISTS (SELECT 1 FROM note_topics t WHERE t.note_id = {alias}.id"
+                f" AND t.topic_id IN ({marks}))",
+            )
+            params = [*ids, *params]
+        return where, params
+
+    def ids_query(self, ordered: bool) -> tuple[str, list[Any]]:
+        """SQL selecting matching note ids (``id``, ``day`` columns), newest first if ordered."""
+        if self.driver is not None or self.any_ids:
+            # Dates are bounded on note_topics' key and topic probes use its note id: only a
+            # path scope needs the notes row.
+            where, params = self.note_conditions("n", dates=False, note_id="nt.note_id")
+            conds = []
+            p: list[Any] = []
+            if self.driver is not None:
+                conds.append("nt.topic_id = ?")
+                p.append(self.driver)
+            else:
+                conds.append(f"nt.topic_id IN ({','.join('?' * len(self.any_ids))})")
+                p += self.any_ids
+            if self.date_lo is not None:
+                conds.append("nt.created_at >= ? AND nt.created_at <= ?")
+                p += [self.date_lo, self.date_hi]
+            needs_note = self.path is not None
+            join = " JOIN notes n ON n.id = nt.note_id" if needs_note else ""
+            all_where = " AND ".join(conds + where)
+            if self.driver is not None:
+                sql = f"SELECT nt.note_id AS id, nt.created_at AS day FROM note_topics nt{join}"
+                sql += f" WHERE {all_where}"
+                if ordered:
+                    sql += " ORDER BY nt.created_at DESC, nt.note_id DESC"
+            else:
+                sql = (
+                    "SELECT nt.note_id AS id, max(nt.created_at) AS day FROM note_topics nt"
+                    f"{join} WHERE {all_where} GROUP BY nt.note_id"
+                )
+                if ordered:
+                    sql += " ORDER BY day DESC, id DESC"
+            return sql, p + params
+        where, params = self.note_conditions("n")
+        clause = (" WHERE " + " AND ".join(where)) if where else ""
+        sql = f"SELECT n.id AS id, coalesce(n.created_at, '') AS day FROM notes n{clause}"
+        if ordered:
+            sql += " ORDER BY n.created_at DESC, n.id DESC"
+        return sql, params
+
+
+def resolve(conn: sqlite3.Connection, plan: Plan) -> Filters | None:
+    """The plan's filters, topic names resolved to ids; None when they can match nothing."""
+
+    def ids(keys: list[str]) -> dict[str, tuple[int, int]]:
+        if not keys:
+            return {}
+        marks = ",".join("?" * len(keys))
+        rows = conn.execute(
+            f"SELECT key, id, notes FROM topics WHERE key IN ({marks})", keys
+        ).fetchall()
+        return {str(k): (int(i), int(n)) for k, i, n in rows}
+
+    inc = ids(plan.include)
+    exc = ids(plan.exclude)
+    driver: int | None = None
+    any_ids: list[int] = []
+    others: list[int] = []
+    if plan.include:
+        if not inc or (plan.tags_all and len(inc) < len(set(plan.include))):
+            return None
+        by_use = sorted(inc.values(), key=lambda t: t[1])
+        if plan.tags_all or len(by_use) == 1:
+            driver = by_use[0][0]
+            others = [t[0] for t in by_use[1:]]
+        else:
+            any_ids = [t[0] for t in by_use]
+    has_dates = plan.date_from is not None or plan.date_to is not None
+    return Filters(
+        driver=driver,
+        any_ids=any_ids,
+        all_others=others,
+        exclude=[t[0] for t in exc.values()],
+        date_lo=(plan.date_from or FIRST_DAY) if has_dates else None,
+        date_hi=(plan.date_to or LAST_DAY) if has_dates else None,
+        path_kind=plan.path_kind,
+        path=plan.path,
+        where=plan.where,
+        sizes={i: n for i, n in [*inc.values(), *exc.values()]},
+    )
+
+
+__all__ = ["FIRST_DAY", "LAST_DAY", "Filters", "resolve"]
