@@ -221,3 +221,32 @@ async def test_file_operations_create_and_delete(
         types.DeleteFilesParams(files=[types.FileDelete(uri=folder.as_uri())])
     )
     assert paths(await search(client, tags=["fresh"])) == ["single.md"]
+
+
+async def test_where_conditions_through_engram_search(
+    client: LanguageClient, preset: str, copy: Callable[[Path, str], Path]
+) -> None:
+    """Typed conditions on properties, as text and as objects, a saved change seen by the next
+    search, and a malformed condition refused with the part named."""
+    root = copy(EXAMPLE, "example")
+    await start(client, [root], preset)
+    await wait_ready(client)
+    done = await search(client, where=["status = done"])
+    assert sorted(paths(done)) == ["projects/rust-tokenizer.md", "reference/lsp-basics.md"]
+    tree = {"or": [{"property": "priority", "op": "<=", "value": 1}, "rating >= 5"]}
+    assert sorted(paths(await search(client, where=tree))) == [
+        "projects/lsp-server.md",
+        "reference/lsp-basics.md",
+    ]
+    note = root / "projects" / "lsp-server.md"
+    note.write_text(note.read_text("utf-8").replace("status: doing", "status: done"), "utf-8")
+    client.text_document_did_save(
+        types.DidSaveTextDocumentParams(
+            text_document=types.TextDocumentIdentifier(uri=note.as_uri())
+        )
+    )
+    assert "projects/lsp-server.md" in paths(await search(client, where=["status = done"]))
+    with pytest.raises(JsonRpcException) as info:
+        await request(client, "engram/search", {"where": [{"property": "x", "op": "like"}]})
+    assert info.value.data["code"] == "ENGRAM_INVALID_REQUEST"  # type: ignore[index]
+    assert "where[0].op" in info.value.message

@@ -357,3 +357,30 @@ async def test_stdio_finds_notes_written_while_it_starts(
         answered.set()
         await writer
     assert_index_matches_vault(root / ".engram" / "index.sqlite", root, tmp_path)
+
+
+async def test_search_notes_where(vault_copy: Callable[[str], Path]) -> None:
+    """``where`` through the real ``engram-mcp`` process: its schema is in the tool's, text and
+    objects are taken, and a malformed condition is a tool error naming the part."""
+    root = vault_copy("example")
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "engram_ls", "mcp", str(root)]
+    )
+    async with Client(params) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        schema = tools["search_notes"].input_schema["properties"]["where"]
+        assert "anyOf" in schema and "status = done" in str(schema)
+        r = await call(client, "search_notes", {"where": ["status = done", "rating >= 4"]})
+        assert not r.is_error
+        assert [h["path"] for h in r.structured_content["results"]] == ["reference/lsp-basics.md"]
+        r = await call(
+            client,
+            "search_notes",
+            {"query": "tokenizer", "where": {"property": "priority", "op": "=", "value": "low"}},
+        )
+        assert [h["path"] for h in r.structured_content["results"]] == [
+            "projects/rust-tokenizer.md"
+        ]
+        r = await call(client, "search_notes", {"where": [{"property": "x", "op": "~"}]})
+        assert r.is_error and "ENGRAM_INVALID_REQUEST" in r.content[0].text
+        assert "where[0].op" in r.content[0].text

@@ -163,7 +163,7 @@ class SearchRequest(BaseModel):
         description="Only notes under this vault-relative folder, this note, or notes matching "
         f"this glob (at most {MAX_PATH_CHARS} characters)",
     )
-    where: Annotated[Any, BeforeValidator(_where), Offer(metavar="'PROPERTY OP VALUE'")] = Field(
+    where: Annotated[Any, Offer(metavar="'PROPERTY OP VALUE'")] = Field(
         default=None,
         json_schema_extra=WHERE_SCHEMA,
         description="Conditions on frontmatter or file properties, all of which must hold: "
@@ -214,6 +214,14 @@ class SearchRequest(BaseModel):
         if value is not None:
             require_text(value)
         return value
+
+    @field_validator("where", mode="before")
+    @classmethod
+    def _where_tree(cls, value: Any) -> Node | None:
+        # A validator of the model, not of the field's type: the front ends that take the
+        # fields one by one (the MCP tool) pass the value on, and a malformed one is refused
+        # here, as ENGRAM_INVALID_REQUEST naming its part, like every other field's.
+        return _where(value)
 
     @field_validator("tags")
     @classmethod

@@ -1,5 +1,6 @@
-"""Every ``console`` example of docs/semantic.md, run on a copy of the example vault: the hits
-it shows are the hits the command prints (their snippet lines and the summary line aside)."""
+"""Every ``console`` example of docs/semantic.md and docs/queries.md, run on a copy of the
+example vault: the hits it shows are the hits the command prints (their snippet lines and the
+summary line aside)."""
 
 from __future__ import annotations
 
@@ -12,24 +13,25 @@ import pytest
 from tests.conftest import ROOT
 from tests.conftest import engram_in_process as engram
 
-DOC = ROOT / "docs" / "semantic.md"
+DOCS = {name: ROOT / "docs" / name for name in ("semantic.md", "queries.md")}
 _BLOCK = re.compile(r"```console\n(.*?)```", re.DOTALL)
 
 
-def _examples() -> list[tuple[list[str], list[str]]]:
+def _examples(doc: Path) -> list[tuple[list[str], list[str]]]:
     out = []
-    for block in _BLOCK.findall(DOC.read_text(encoding="utf-8")):
+    for block in _BLOCK.findall(doc.read_text(encoding="utf-8")):
         lines = block.strip("\n").split("\n")
         assert lines[0].startswith("$ engram "), lines[0]
         out.append((shlex.split(lines[0][2:])[1:], lines[1:]))
     return out
 
 
-EXAMPLES = _examples()
+EXAMPLES = [(name, *example) for name, doc in DOCS.items() for example in _examples(doc)]
 
 
-def test_the_page_has_examples() -> None:
-    assert len(EXAMPLES) >= 4
+@pytest.mark.parametrize("name", list(DOCS))
+def test_the_page_has_examples(name: str) -> None:
+    assert len(_examples(DOCS[name])) >= 4
 
 
 @pytest.fixture(scope="module")
@@ -42,9 +44,11 @@ def indexed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-@pytest.mark.parametrize(("args", "shown"), EXAMPLES, ids=[" ".join(a) for a, _ in EXAMPLES])
+@pytest.mark.parametrize(
+    ("page", "args", "shown"), EXAMPLES, ids=[f"{p}: {' '.join(a)}" for p, a, _ in EXAMPLES]
+)
 def test_an_example_prints_what_the_page_shows(
-    indexed: Path, args: list[str], shown: list[str]
+    indexed: Path, page: str, args: list[str], shown: list[str]
 ) -> None:
     proc = engram(*args, cwd=indexed)
     assert proc.returncode == 0, proc.stderr
