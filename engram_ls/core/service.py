@@ -284,6 +284,7 @@ class Engram:
                         postings=self.index.postings,
                         topic_notes=self.index.topic_notes,
                         topic_names=self.index.topic_names,
+                        where_sets=self.index.where_sets,
                     )
                     coverage = None
                     if by_meaning:

@@ -12,6 +12,7 @@ import pytest
 
 from engram_ls.core.config import EngramConfig
 from engram_ls.core.errors import InvalidRequest
+from engram_ls.core.model import Note
 from engram_ls.core.parse import parse_note
 from engram_ls.core.search.where import FILE_PROPS, matches, note_facts, parse_where
 from engram_ls.core.service import Engram
@@ -203,6 +204,35 @@ def _tree(rng: random.Random, pool: dict[str, list[tuple[str, Any]]], depth: int
     return {"and" if roll < 0.8 else "or": items}
 
 
+def _other_filters(
+    rng: random.Random, topics: list[str], folders: list[str]
+) -> tuple[dict[str, Any], Callable[[Note], bool]]:
+    """Some of a tag, a date range and a folder, and what they pass (DESIGN §4)."""
+    request: dict[str, Any] = {}
+    tag = rng.choice(topics) if topics and rng.random() < 0.25 else None
+    lo: str | None = None
+    hi: str | None = None
+    y = rng.randint(2018, 2025)
+    if rng.random() < 0.25:
+        lo, hi = f"{y}-01-01", f"{y}-12-31"
+    folder = rng.choice(folders) if folders and rng.random() < 0.2 else None
+    if tag:
+        request["tags"] = [tag]
+    if lo:
+        request.update(date_from=lo, date_to=hi)
+    if folder:
+        request["path"] = folder
+
+    def passes(note: Note) -> bool:
+        if tag and tag not in {t.casefold() for t in note.topics}:
+            return False
+        if lo and not (note.created_at and lo <= note.created_at <= str(hi)):
+            return False
+        return not folder or note.path.startswith(folder + "/")
+
+    return request, passes
+
+
 def _differential(root: Path, index: Path, trees: int, seed: int) -> None:
     config = EngramConfig()
     with Engram(root, config=config, index_path=index) as engram:
@@ -218,15 +248,21 @@ def _differential(root: Path, index: Path, trees: int, seed: int) -> None:
         pool = _pool(facts)
         rng = random.Random(seed)
         nonempty = 0
+        notes = {rel: parse_note(rel, (root / rel).read_bytes(), config) for rel in listed}
+        topics = sorted({t.casefold() for n in notes.values() for t in n.topics})
+        folders = sorted({rel.rpartition("/")[0] for rel in listed} - {""})
         for _ in range(trees):
             raw = _tree(rng, pool)
             node = parse_where(raw)
             assert node is not None
-            want = sorted(rel for rel, f in facts.items() if matches(node, f))
+            request, passes = _other_filters(rng, topics, folders)
+            want = sorted(
+                rel for rel, f in facts.items() if matches(node, f) and passes(notes[rel])
+            )
             got: list[str] = []
             offset = 0
             while True:
-                res = engram.search({"where": raw, "limit": 1000, "offset": offset})
+                res = engram.search({**request, "where": raw, "limit": 1000, "offset": offset})
                 assert res.index.served_by == "index"
                 got += [h.path for h in res.results]
                 offset += 1000
@@ -248,3 +284,30 @@ def test_where_equals_a_brute_force_evaluation_on_a_generated_vault(
     generated: Callable[..., Path], tmp_path: Path
 ) -> None:
     _differential(generated(600), tmp_path / "gen.sqlite", trees=250, seed=5)
+
+
+@pytest.mark.parametrize("where", ["status exists", "priority = high", {"not": "draft = true"}])
+def test_pages_of_a_where_listing_are_newest_first_and_add_up(
+    generated: Callable[..., Path], tmp_path: Path, where: Any
+) -> None:
+    """Paged from the notes in date order (a condition most notes pass) or from the few that
+    pass it: the pages put together are the notes passing, newest first, each once."""
+    with Engram(generated(400), index_path=tmp_path / "i.sqlite") as engram:
+        engram.sync()
+        whole = engram.search({"where": where, "limit": 1000})
+        assert 0 < whole.total == len(whole.results) < 400
+        got = []
+        for offset in range(0, whole.total + 7, 7):
+            got += [
+                h.path
+                for h in engram.search({"where": where, "limit": 7, "offset": offset}).results
+            ]
+        assert got == [h.path for h in whole.results]
+        order = [
+            str(p)
+            for (p,) in engram.index.reader().execute(
+                "SELECT path FROM notes ORDER BY created_at DESC, id DESC"
+            )
+        ]
+        passing = set(got)
+        assert got == [p for p in order if p in passing]

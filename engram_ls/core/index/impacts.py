@@ -37,6 +37,7 @@ from array import array
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
+from engram_ls.core.index.bitmaps import bitmap
 from engram_ls.core.index.fts import quoted
 from engram_ls.core.index.snapshot_cache import SnapshotCache, Source, generation
 
@@ -107,6 +108,8 @@ class Postings:
     ids: frozenset[int]
     usable: bool
     """FTS5 matches exactly these notes (False: it tokenizes the query otherwise)."""
+    bits: int = 0
+    """``ids`` as a bitmap (``bitmaps``): counted among other bitmaps' notes at once."""
 
     @property
     def count(self) -> int:
@@ -179,7 +182,7 @@ def read_postings(
             Group(f, array("q", (i for _, i in entries)), array("q", (d for d, _ in entries)))
         )
     ids = frozenset(freq)
-    return Postings(gen, tuple(groups), ids, matches == len(ids))
+    return Postings(gen, tuple(groups), ids, matches == len(ids), bitmap(ids))
 
 
 def idf(rows: int, hits: int) -> float:

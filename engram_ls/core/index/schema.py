@@ -45,7 +45,7 @@ Layout:
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 10
 """Stored in ``PRAGMA user_version``. Bump on any change below: old indexes are rebuilt."""
 
 NO_DATE = ""

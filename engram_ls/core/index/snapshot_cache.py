@@ -186,23 +186,32 @@ class SnapshotCache(Generic[K, V]):
             reading.join()
 
 
-class Memo:
-    """Values looked up in the index by key (a topic's canonical name), remembered for one
-    state of it: the file searches read and its generation. Whoever asks in another state
-    starts a new memo; a value is always one read in the asker's own snapshot."""
+MEMO_MOST = 4096
+"""Values a memo keeps for one state; past it, it starts again with those just asked for."""
 
-    def __init__(self, source: Source) -> None:
+MK = TypeVar("MK", bound=Hashable)
+MV = TypeVar("MV")
+
+
+class Memo(Generic[MK, MV]):
+    """Values looked up in the index by key (a topic's canonical name, the notes of a
+    condition), remembered for one state of it: the file searches read and its generation.
+    Whoever asks in another state starts a new memo; a value is always one read in the asker's
+    own snapshot."""
+
+    def __init__(self, source: Source, most: int = MEMO_MOST) -> None:
         self._source = source
-        self._memo: tuple[tuple[db.FileId | None, int] | None, dict[str, str]] = (None, {})
+        self._most = most
+        self._memo: tuple[tuple[db.FileId | None, int] | None, dict[MK, MV | None]] = (None, {})
         """(state, values), replaced whole: a thread never sees one's state with another's
         values."""
 
     def lookup(
         self,
         conn: sqlite3.Connection,
-        keys: Iterable[str],
-        read: Callable[[sqlite3.Connection, list[str]], dict[str, str]],
-    ) -> dict[str, str]:
+        keys: Iterable[MK],
+        read: Callable[[sqlite3.Connection, list[MK]], dict[MK, MV]],
+    ) -> dict[MK, MV]:
         """The values of ``keys`` found in ``conn``'s snapshot; those not remembered are read
         with ``read`` (which leaves out keys it does not find)."""
         state = (self._source.opened_file(), generation(conn))
@@ -213,9 +222,11 @@ class Memo:
         missing = [k for k in wanted if k not in values]
         if missing:
             found = read(conn, missing)
-            values = {**values, **found, **{k: "" for k in missing if k not in found}}
+            if len(values) + len(missing) > self._most:
+                values = {k: values[k] for k in wanted if k in values}
+            values = {**values, **{k: found.get(k) for k in missing}}
         self._memo = (state, values)
-        return {k: values[k] for k in wanted if values[k]}
+        return {k: v for k in wanted if (v := values[k]) is not None}
 
     def clear(self) -> None:
         self._memo = (None, {})

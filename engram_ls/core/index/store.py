@@ -14,7 +14,7 @@ import logging
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +33,10 @@ from engram_ls.core.index.rows import (
 from engram_ls.core.index.schema import DDL, SCHEMA_VERSION
 from engram_ls.core.index.snapshot_cache import Memo
 from engram_ls.core.serialize import NOT_JSON, OMIT_EMPTY
+
+WHERE_SETS_MOST = 256
+"""Conditions whose notes are kept for one state: a bitmap is a bit a note id (12.5 KB at
+100,000 notes), so at most about 3 MB."""
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -101,8 +105,11 @@ class Index:
         """Frequent words' and phrases' postings, for exact top-k ranking (``impacts``)."""
         self.topic_notes = topic_sets.topic_cache(self)
         """Large topics' notes as sets (``topic_sets``)."""
-        self.topic_names = Memo(self)
+        self.topic_names: Memo[str, str] = Memo(self)
         """Topics' canonical names by key, as the pages of hits show them."""
+        self.where_sets: Memo[Hashable, int] = Memo(self, WHERE_SETS_MOST)
+        """The notes of ``where`` conditions as bitmaps by note id, for one state of the index
+        (``core.search.where_bits``)."""
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -339,6 +346,7 @@ class Index:
         self.postings.clear()
         self.topic_notes.clear()
         self.topic_names.clear()
+        self.where_sets.clear()
         with self._lock:
             self._epoch += 1
             helper, self._helper = self._helper, None

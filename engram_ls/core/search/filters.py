@@ -4,14 +4,17 @@ answers of the index path share."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import sqlite3
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
 from engram_ls.core.index.rows import folder_range
+from engram_ls.core.index.snapshot_cache import Memo
 from engram_ls.core.search.plan import Plan
-from engram_ls.core.search.where import Node
-from engram_ls.core.search.where_sql import conjuncts
+from engram_ls.core.search.where_bits import NoteBits, evaluate
 
 LAST_DAY = "9999-12-31"
 FIRST_DAY = "0000-01-01"
@@ -31,10 +34,16 @@ class Filters:
     date_hi: str | None
     path_kind: str | None
     path: str | None
-    where: Node | None = None
-    """Conditions on properties, as SQL by ``where_sql``."""
+    where: NoteBits | None = None
+    """The notes passing the ``where`` conditions (checked in SQL by ``engram_where(id)``,
+    which the searcher registers)."""
     sizes: dict[int, int] = field(default_factory=dict)
     """Notes of each topic of the filter, by topic id."""
+
+    @property
+    def only_where(self) -> bool:
+        """Whether the ``where`` conditions are the only filter."""
+        return self.where is not None and dataclasses.replace(self, where=None).empty
 
     @property
     def empty(self) -> bool:
@@ -48,12 +57,18 @@ class Filters:
         )
 
     def note_conditions(
-        self, alias: str = "n", *, dates: bool = True, note_id: str | None = None
+        self,
+        alias: str = "n",
+        *,
+        dates: bool = True,
+        note_id: str | None = None,
+        properties: bool = True,
     ) -> tuple[list[str], list[Any]]:
         """Conditions on a ``notes`` row for everything but the driving topic.
 
         ``note_id`` is the SQL expression of the note's id for the topic conditions (default
-        ``{alias}.id``), so that they can be checked without reading the notes row.
+        ``{alias}.id``), so that they can be checked without reading the notes row; without
+        ``properties``, the ``where`` conditions are left to the caller.
         """
         nid = note_id or f"{alias}.id"
         where: list[str] = []
@@ -81,10 +96,8 @@ class Filters:
                 f" AND x.topic_id IN ({marks}))"
             )
             params += self.exclude
-        if self.where is not None:
-            conds, p = conjuncts(self.where, nid)
-            where += conds
-            params += p
+        if self.where is not None and properties:
+            where.append(f"engram_where({nid})")
         return where, params
 
     def topic_conditions(self, alias: str = "n") -> tuple[list[str], list[Any]]:
@@ -134,6 +147,15 @@ class Filters:
                 if ordered:
                     sql += " ORDER BY day DESC, id DESC"
             return sql, p + params
+        if self.where is not None and self.only_where:
+            # The notes of the conditions drive, listed (the bitmap's ids).
+            sql = (
+                "SELECT n.id AS id, coalesce(n.created_at, '') AS day FROM json_each(?) j"
+                " CROSS JOIN notes n ON n.id = j.value"
+            )
+            if ordered:
+                sql += " ORDER BY n.created_at DESC, n.id DESC"
+            return sql, [json.dumps(self.where.ids())]
         where, params = self.note_conditions("n")
         clause = (" WHERE " + " AND ".join(where)) if where else ""
         sql = f"SELECT n.id AS id, coalesce(n.created_at, '') AS day FROM notes n{clause}"
@@ -142,8 +164,12 @@ class Filters:
         return sql, params
 
 
-def resolve(conn: sqlite3.Connection, plan: Plan) -> Filters | None:
-    """The plan's filters, topic names resolved to ids; None when they can match nothing."""
+def resolve(
+    conn: sqlite3.Connection, plan: Plan, where_sets: Memo[Hashable, int] | None = None
+) -> Filters | None:
+    """The plan's filters, topic names resolved to ids and the ``where`` tree to its notes (its
+    conditions' bitmaps kept in ``where_sets`` for the index state); None when they can match
+    nothing."""
 
     def ids(keys: list[str]) -> dict[str, tuple[int, int]]:
         if not keys:
@@ -168,6 +194,11 @@ def resolve(conn: sqlite3.Connection, plan: Plan) -> Filters | None:
             others = [t[0] for t in by_use[1:]]
         else:
             any_ids = [t[0] for t in by_use]
+    where = None
+    if plan.where is not None:
+        where = evaluate(conn, plan.where, where_sets)
+        if not where.bits:
+            return None
     has_dates = plan.date_from is not None or plan.date_to is not None
     return Filters(
         driver=driver,
@@ -178,7 +209,7 @@ def resolve(conn: sqlite3.Connection, plan: Plan) -> Filters | None:
         date_hi=(plan.date_to or LAST_DAY) if has_dates else None,
         path_kind=plan.path_kind,
         path=plan.path,
-        where=plan.where,
+        where=where,
         sizes={i: n for i, n in [*inc.values(), *exc.values()]},
     )
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -26,6 +26,7 @@ from engram_ls.core.globs import compile_glob
 from engram_ls.core.index import impacts, topic_sets, trigram
 from engram_ls.core.index.snapshot_cache import Memo, SnapshotCache
 from engram_ls.core.ripgrep import FirstMatch, Grep
+from engram_ls.core.search import where_bits
 from engram_ls.core.search.filters import Filters, resolve
 from engram_ls.core.search.hits import (
     Found,
@@ -96,7 +97,8 @@ class IndexSearcher:
         *,
         postings: SnapshotCache[impacts.Key, impacts.Postings] | None = None,
         topic_notes: SnapshotCache[int, topic_sets.TopicNotes] | None = None,
-        topic_names: Memo | None = None,
+        topic_names: Memo[str, str] | None = None,
+        where_sets: Memo[Hashable, int] | None = None,
     ) -> None:
         self.conn = conn
         self.vault = vault
@@ -107,10 +109,16 @@ class IndexSearcher:
         """Large topics' notes as sets, for filters of topics only."""
         self.topic_names = topic_names
         """Topics' canonical names, remembered for this index state (else read each page)."""
+        self.where_sets = where_sets
+        """The notes of ``where`` conditions, remembered for this index state (else read by
+        each search)."""
+        self._where = b""
+        """The bitmap of the notes passing the last plan's ``where`` (``engram_where``)."""
         self.served_by: ServedBy = "index"
         """Which path answered the last ``run``: ``scan`` when ripgrep read every file."""
         conn.create_function("engram_glob", 2, _glob_match, deterministic=True)
         register_where(conn)
+        conn.create_function("engram_where", 1, self._passes_where, deterministic=True)
         self._ranking: list[int] | None = None
         """While ``text_ranking`` runs: where the ranked note ids go instead of hits."""
 
@@ -161,11 +169,20 @@ class IndexSearcher:
         return self._hits(plan, rows)
 
     def _filters(self, plan: Plan) -> Filters | None:
-        return resolve(self.conn, plan)
+        f = resolve(self.conn, plan, self.where_sets)
+        self._where = f.where.member if f is not None and f.where is not None else b""
+        return f
+
+    def _passes_where(self, note_id: int) -> int:
+        at = note_id >> 3
+        return 1 if at < len(self._where) and self._where[at] >> (note_id & 7) & 1 else 0
 
     # -- listing ---------------------------------------------------------------------------
 
     def _listing(self, plan: Plan, f: Filters) -> tuple[list[SearchHit], int]:
+        if f.where is not None and f.only_where:
+            ids = where_bits.page(self.conn, f.where, plan.offset, plan.limit, plan.check)
+            return self._hits(plan, self._rows(ids)), f.where.count
         passing = self._topic_set(f)
         if passing is not None:
             total = len(passing)
@@ -306,17 +323,21 @@ class IndexSearcher:
         sizes = impacts.totals(self.conn)
         if sizes is None:
             return None
-        allowed: frozenset[int] | set[int] | None = None
+        allowed: Collection[int] | None = None
         total = postings.count
-        if not f.empty:
-            allowed = self._topic_set(f)
-            if allowed is None:
+        if f.where is not None and f.only_where:
+            allowed = f.where
+            total = (postings.bits & f.where.bits).bit_count()
+        elif not f.empty:
+            passing: frozenset[int] | set[int] | None = self._topic_set(f)
+            if passing is None:
                 ids_sql, params = f.ids_query(ordered=False)
                 sql = f"SELECT id FROM ({ids_sql}) LIMIT ?"  # one column: half the time
-                allowed = {i for (i,) in self.conn.execute(sql, [*params, ALLOWED_MAX + 1])}
-                if len(allowed) > ALLOWED_MAX:
+                passing = {i for (i,) in self.conn.execute(sql, [*params, ALLOWED_MAX + 1])}
+                if len(passing) > ALLOWED_MAX:
                     return None
-            total = len(postings.ids & allowed)
+            total = len(postings.ids & passing)
+            allowed = passing
         best = impacts.top(postings, *sizes, plan.offset + plan.limit, allowed)
         return self._ranked_hits(plan, best[plan.offset :]), total
 

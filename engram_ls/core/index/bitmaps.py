@@ -1,0 +1,47 @@
+"""Sets of note ids as bitmaps: a Python ``int`` with bit *i* set for note *i*.
+
+At 100,000 notes a bitmap is 12.5 KB whatever it holds, and ``&``, ``|``, ``& ~`` and
+``bit_count`` over two of them take microseconds, where Python sets of tens of thousands of ids
+take milliseconds to build and to combine. ``member`` gives the bytes in which a note's bit
+is one lookup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+_GROW = 4096
+
+
+def bitmap(ids: Iterable[int]) -> int:
+    """The bitmap of these note ids."""
+    bits = bytearray()
+    for i in ids:
+        at = i >> 3
+        if at >= len(bits):
+            bits.extend(bytes(at + 1 - len(bits) + _GROW))
+        bits[at] |= 1 << (i & 7)
+    return int.from_bytes(bits, "little")
+
+
+def member(bits: int) -> bytes:
+    """Byte *i >> 3*, bit *i & 7*: whether note *i* is in ``bits``."""
+    return bits.to_bytes((bits.bit_length() + 7) // 8, "little")
+
+
+def has(members: bytes, i: int) -> bool:
+    at = i >> 3
+    return at < len(members) and bool(members[at] >> (i & 7) & 1)
+
+
+def ids_of(members: bytes) -> list[int]:
+    """The note ids of a ``member`` form, ascending."""
+    out: list[int] = []
+    for at, byte in enumerate(members):
+        if byte:
+            base = at << 3
+            out.extend(base + k for k in range(8) if byte >> k & 1)
+    return out
+
+
+__all__ = ["bitmap", "has", "ids_of", "member"]
