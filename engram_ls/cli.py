@@ -310,7 +310,8 @@ def cmd_topics(args: argparse.Namespace) -> int:
         return EXIT_OK
     width = max((len(str(t.notes)) for t in topics), default=1)
     for t in topics:
-        sys.stdout.write(f"{t.notes:>{width}}  {t.name}\n")
+        nested = f"  ({t.nested} with nested topics)" if t.nested != t.notes else ""
+        sys.stdout.write(f"{t.notes:>{width}}  {t.name}{nested}\n")
     return EXIT_OK
 
 

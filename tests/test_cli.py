@@ -76,7 +76,7 @@ def test_index_search_status_topics(vault_copy: Callable[[str], Path]) -> None:
     )
 
     topics = json.loads(engram("topics", str(root), "--json").stdout)
-    assert topics[0] == {"name": "sqlite", "notes": 9}
+    assert topics[0] == {"name": "sqlite", "notes": 9, "nested": 9}
 
 
 def test_exclude_tag_with_leading_dash(vault_copy: Callable[[str], Path]) -> None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any, Literal, NamedTuple
 
 Kind = Literal["text", "number", "bool", "date", "null"]
@@ -59,6 +59,9 @@ class Prop(NamedTuple):
 
 def typed(value: object) -> tuple[Kind, str | int | float] | None:
     """The kind and stored form of one scalar value; None for a list or a mapping."""
+    if isinstance(value, str):  # the most common first: parsing a note pays for each value
+        day = iso_date(value) if value[:1].isdigit() else None
+        return ("date", day) if day is not None else ("text", value[:MAX_TEXT])
     if value is None:
         return "null", ""
     if isinstance(value, bool):
@@ -76,9 +79,6 @@ def typed(value: object) -> tuple[Kind, str | int | float] | None:
         return "date", _stamp(value)
     if isinstance(value, dt.date):
         return "date", value.isoformat()
-    if isinstance(value, str):
-        day = iso_date(value)
-        return ("date", day) if day is not None else ("text", value[:MAX_TEXT])
     if isinstance(value, list | tuple | Mapping):
         return None
     return "text", str(value)[:MAX_TEXT]
@@ -87,7 +87,7 @@ def typed(value: object) -> tuple[Kind, str | int | float] | None:
 def iso_date(text: str) -> str | None:
     """The stored form of text written as an ISO date or date and time, else None."""
     text = text.strip()
-    if len(text) > 40 or not _ISO_DATE_RE.fullmatch(text):
+    if len(text) < 10 or len(text) > 40 or text[4:5] != "-" or not _ISO_DATE_RE.fullmatch(text):
         return None
     try:
         if len(text) == 10:
@@ -106,39 +106,36 @@ def _stamp(value: dt.datetime) -> str:
 def note_properties(meta: Mapping[Any, Any]) -> tuple[Prop, ...]:
     """Every value of every property of a frontmatter mapping, in the order written."""
     out: list[Prop] = []
-    for prop in _walk(meta, "", 0, False):
-        out.append(prop)
-        if len(out) >= MAX_ROWS:
-            break
-    return tuple(out)
+    _add(out, meta, "", 0, False)
+    return tuple(out[:MAX_ROWS])
 
 
-def _walk(meta: Mapping[Any, Any], prefix: str, depth: int, item: bool) -> Iterator[Prop]:
+def _add(out: list[Prop], meta: Mapping[Any, Any], prefix: str, depth: int, item: bool) -> None:
     for key, value in meta.items():
         name = prefix + (key if isinstance(key, str) else _key_text(key)).casefold()
-        if len(name) > MAX_NAME:
-            continue
-        yield from _values(name, value, depth, item)
+        if len(name) <= MAX_NAME:
+            _value(out, name, value, depth, item)
+        if len(out) >= MAX_ROWS:
+            return
 
 
-def _values(name: str, value: Any, depth: int, item: bool) -> Iterator[Prop]:
-    if depth > MAX_DEPTH:
+def _value(out: list[Prop], name: str, value: Any, depth: int, item: bool) -> None:
+    if depth > MAX_DEPTH or len(out) >= MAX_ROWS:
         return
     if isinstance(value, Mapping):
-        if not value:
-            yield Prop(name, "null", "", item)
+        if value:
+            _add(out, value, name + ".", depth + 1, item)
         else:
-            yield from _walk(value, name + ".", depth + 1, item)
-        return
-    if isinstance(value, list | tuple):
+            out.append(Prop(name, "null", "", item))
+    elif isinstance(value, list | tuple):
         if not value:
-            yield Prop(name, "null", "", True)
+            out.append(Prop(name, "null", "", True))
         for part in value:
-            yield from _values(name, part, depth + 1, True)
-        return
-    found = typed(value)
-    if found is not None:
-        yield Prop(name, found[0], found[1], item)
+            _value(out, name, part, depth + 1, True)
+    else:
+        found = typed(value)
+        if found is not None:
+            out.append(Prop(name, found[0], found[1], item))
 
 
 def _key_text(key: object) -> str:

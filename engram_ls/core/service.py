@@ -63,6 +63,9 @@ T = TypeVar("T")
 class TopicCount:
     name: str
     notes: int
+    nested: int
+    """Notes that have the topic or a topic nested under it (``a/b`` under ``a``): what a tag
+    filter ``a`` passes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -355,18 +358,30 @@ class Engram:
         self._vault_present()
         with self.health.reading(fresh=True) as r:
             if r.servable:
-                return [TopicCount(n, c) for n, c in self.index.topics(key, limit, r.conn)]
+                return [TopicCount(*t) for t in self.index.topics(key, limit, r.conn)]
         counts: dict[str, Counter[str]] = {}
+        nested: Counter[str] = Counter()
         for f in self.vault.walk():
             note = self.read_note(f.path)
+            keys = {t.casefold() for t in note.topics} if note else set()
             for topic in note.topics if note else ():
                 counts.setdefault(topic.casefold(), Counter())[topic] += 1
-        found = [
-            TopicCount(min(sp, key=lambda s: (-sp[s], s)), sum(sp.values()))
-            for k, sp in counts.items()
-            if k.startswith(key)
-        ]
-        found.sort(key=lambda t: (-t.notes, t.name.casefold()))
+            parts = {"/".join(k.split("/")[:d]) for k in keys for d in range(1, k.count("/") + 2)}
+            nested.update(parts)
+        found = []
+        for k, total in nested.items():
+            if not k.startswith(key):
+                continue
+            sp = counts.get(k)
+            if sp is None:  # a parent no note names itself: spelled as a child spells it
+                child = next(c for c in sorted(counts) if c.startswith(k + "/"))
+                name = max(counts[child], key=lambda s: counts[child][s])[: len(k)]
+                found.append(TopicCount(name, 0, total))
+            else:
+                found.append(
+                    TopicCount(min(sp, key=lambda s: (-sp[s], s)), sum(sp.values()), total)
+                )
+        found.sort(key=lambda t: (-t.nested, -t.notes, t.name.casefold()))
         return found[:limit]
 
     def write_note(self, path: str, content: str, *, overwrite: bool = False) -> Indexed:

@@ -134,7 +134,9 @@ CASES = [
         },
         id="librarian-report",
     ),
-    pytest.param(TopicCount("sqlite", 9), {"name": "sqlite", "notes": 9}, id="topic"),
+    pytest.param(
+        TopicCount("sqlite", 9, 11), {"name": "sqlite", "notes": 9, "nested": 11}, id="topic"
+    ),
     pytest.param(
         Indexed(5, False, "behind"),
         {"generation": 5, "indexed": False, "warning": "behind"},

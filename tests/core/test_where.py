@@ -224,7 +224,8 @@ def _other_filters(
         request["path"] = folder
 
     def passes(note: Note) -> bool:
-        if tag and tag not in {t.casefold() for t in note.topics}:
+        keys = {t.casefold() for t in note.topics}
+        if tag and not any(k == tag or k.startswith(tag + "/") for k in keys):  # nested tags
             return False
         if lo and not (note.created_at and lo <= note.created_at <= str(hi)):
             return False

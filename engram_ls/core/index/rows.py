@@ -137,13 +137,6 @@ def _names(note: Note, title_key: str) -> tuple[tuple[int, int, str], ...]:
     return tuple(names)
 
 
-def _props_order(row: tuple[Any, ...]) -> tuple[Any, ...]:
-    """``props`` rows in key order (fewer pages touched), numbers apart from text (the two
-    do not compare in Python)."""
-    key, kind, value, note_id, _ = row
-    return (key, kind, str(type(value)), value, note_id)
-
-
 @dataclass(slots=True)
 class _ChildRows:
     topics: list[tuple[Any, ...]] = field(default_factory=list)
@@ -284,7 +277,7 @@ class Batch:
     def _write_children(self, rows: _ChildRows) -> None:
         rows.names.sort()  # in key order: fewer pages touched in a large batch
         rows.name_keys.sort()
-        rows.props.sort(key=_props_order)
+        rows.props.sort()  # (key, kind, value, ...): one kind's values compare with each other
         for kind, sql in _CHILD_INSERTS.items():
             values = getattr(rows, kind)
             if values:

@@ -107,6 +107,8 @@ class Index:
         """Large topics' notes as sets (``topic_sets``)."""
         self.topic_names: Memo[str, str] = Memo(self)
         """Topics' canonical names by key, as the pages of hits show them."""
+        self.topic_tree: Memo[str, dict[str, tuple[str, int, int]]] = Memo(self)
+        """Nested topics' parents with their counts (``_topic_tree``), for one state."""
         self.where_sets: Memo[Hashable, int] = Memo(self, WHERE_SETS_MOST)
         """The notes of ``where`` conditions as bitmaps by note id, for one state of the index
         (``core.search.where_bits``)."""
@@ -347,6 +349,7 @@ class Index:
         self.topic_notes.clear()
         self.topic_names.clear()
         self.where_sets.clear()
+        self.topic_tree.clear()
         with self._lock:
             self._epoch += 1
             helper, self._helper = self._helper, None
@@ -431,20 +434,31 @@ class Index:
 
     def topics(
         self, key_prefix: str, limit: int, conn: sqlite3.Connection | None = None
-    ) -> list[tuple[str, int]]:
-        """(name, notes) of topics whose case-folded key starts with ``key_prefix``."""
+    ) -> list[tuple[str, int, int]]:
+        """(name, notes, notes with the topics nested under it) of topics whose case-folded
+        key starts with ``key_prefix``, the most notes with nested ones first. A parent no note
+        names itself (``a`` of ``a/b``) is listed too, with 0 notes of its own."""
         conn = conn or self.conn()
         if key_prefix:
             rows = conn.execute(
-                "SELECT name, notes FROM topics WHERE key >= ? AND key < ?"
+                "SELECT key, name, notes FROM topics WHERE key >= ? AND key < ?"
                 " ORDER BY notes DESC, key LIMIT ?",
                 (key_prefix, key_prefix + "\U0010ffff", limit),
             )
         else:
             rows = conn.execute(
-                "SELECT name, notes FROM topics ORDER BY notes DESC, key LIMIT ?", (limit,)
+                "SELECT key, name, notes FROM topics ORDER BY notes DESC, key LIMIT ?", (limit,)
             )
-        return [(str(n), int(c)) for n, c in rows]
+        found = {str(k): (str(n), int(c)) for k, n, c in rows}
+        tree = self.topic_tree.lookup(conn, ["tree"], _topic_tree).get("tree", {})
+        out = []
+        for key, (name, own, nested) in tree.items():  # every parent: its count may be higher
+            if key.startswith(key_prefix):
+                out.append((name, own, nested))
+                found.pop(key, None)
+        out += [(name, own, own) for name, own in found.values()]
+        out.sort(key=lambda t: (-t[2], -t[1], t[0].casefold()))
+        return out[:limit]
 
     def problems(self) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
@@ -498,3 +512,31 @@ def _moved_aside(raw: Any) -> dict[str, Any] | None:
 
 def _split_sql(script: str) -> list[str]:
     return [s.strip() for s in script.split(";") if s.strip()]
+
+
+def _topic_tree(
+    conn: sqlite3.Connection, _keys: list[str]
+) -> dict[str, dict[str, tuple[str, int, int]]]:
+    """Every parent of a nested topic (``a`` and ``a/b`` of ``a/b/c``): its name, its own
+    notes and the notes that have it or a topic under it (each note once)."""
+    under: dict[str, list[int]] = {}
+    names: dict[str, str] = {}
+    own: dict[str, tuple[int, str, int]] = {}
+    for tid, key, name, notes in conn.execute("SELECT id, key, name, notes FROM topics"):
+        own[str(key)] = (int(tid), str(name), int(notes))
+        parts, spelled = str(key).split("/"), str(name).split("/")
+        for depth in range(1, len(parts)):
+            parent = "/".join(parts[:depth])
+            under.setdefault(parent, []).append(int(tid))
+            if len(spelled) == len(parts):
+                names.setdefault(parent, "/".join(spelled[:depth]))
+    tree: dict[str, tuple[str, int, int]] = {}
+    for parent, ids in under.items():
+        tid, name, notes = own.get(parent, (0, names.get(parent, parent), 0))
+        topics = [*ids, tid] if tid else ids
+        marks = ",".join("?" * len(topics))
+        (count,) = conn.execute(
+            f"SELECT count(DISTINCT note_id) FROM note_topics WHERE topic_id IN ({marks})", topics
+        ).fetchone()
+        tree[parent] = (name, notes, int(count))
+    return {"tree": tree}

@@ -13,7 +13,7 @@ from typing import Any
 
 from engram_ls.core.index.rows import folder_range
 from engram_ls.core.index.snapshot_cache import Memo
-from engram_ls.core.search.plan import Plan
+from engram_ls.core.search.plan import Plan, TopicKey
 from engram_ls.core.search.where_bits import NoteBits, evaluate
 
 LAST_DAY = "9999-12-31"
@@ -28,7 +28,9 @@ class Filters:
     """Topic id whose ``note_topics`` rows drive the query (None: drive from ``notes``)."""
     any_ids: list[int]
     """For ``any`` with several topics: the topic ids (drive from their union)."""
-    all_others: list[int]
+    all_others: list[list[int]]
+    """For ``all``: the other topics a note must have, each with those nested under it (a
+    note needs one of each list)."""
     exclude: list[int]
     date_lo: str | None
     date_hi: str | None
@@ -84,11 +86,13 @@ class Filters:
                 lo, hi = folder_range(self.path)
                 where.append(f"({alias}.path = ? OR ({alias}.path >= ? AND {alias}.path < ?))")
                 params += [self.path, lo, hi]
-        for tid in self.all_others:
+        for group in self.all_others:
+            marks = ",".join("?" * len(group))
             where.append(
-                f"EXISTS (SELECT 1 FROM note_topics x WHERE x.note_id = {nid} AND x.topic_id = ?)"
+                f"EXISTS (SELECT 1 FROM note_topics x WHERE x.note_id = {nid}"
+                f" AND x.topic_id IN ({marks}))"
             )
-            params.append(tid)
+            params += group
         if self.exclude:
             marks = ",".join("?" * len(self.exclude))
             where.append(
@@ -171,29 +175,31 @@ def resolve(
     conditions' bitmaps kept in ``where_sets`` for the index state); None when they can match
     nothing."""
 
-    def ids(keys: list[str]) -> dict[str, tuple[int, int]]:
-        if not keys:
-            return {}
-        marks = ",".join("?" * len(keys))
-        rows = conn.execute(
-            f"SELECT key, id, notes FROM topics WHERE key IN ({marks})", keys
-        ).fetchall()
-        return {str(k): (int(i), int(n)) for k, i, n in rows}
+    def ids(t: TopicKey) -> list[tuple[int, int]]:
+        """(id, notes) of the topic and, unless exact, of those nested under it."""
+        sql = "SELECT id, notes FROM topics WHERE key = ?"
+        params = [t.key]
+        if not t.exact:
+            sql += " OR (key >= ? AND key < ?)"
+            params += list(folder_range(t.key))  # key/...: the same bounds as a folder's
+        return [(int(i), int(n)) for i, n in conn.execute(sql, params)]
 
-    inc = ids(plan.include)
-    exc = ids(plan.exclude)
+    inc = [ids(t) for t in plan.include]
+    exc = [found for t in plan.exclude for found in ids(t)]
     driver: int | None = None
     any_ids: list[int] = []
-    others: list[int] = []
+    others: list[list[int]] = []
     if plan.include:
-        if not inc or (plan.tags_all and len(inc) < len(set(plan.include))):
+        groups = inc if plan.tags_all else [list(dict.fromkeys(x for g in inc for x in g))]
+        if not all(groups):
             return None
-        by_use = sorted(inc.values(), key=lambda t: t[1])
-        if plan.tags_all or len(by_use) == 1:
-            driver = by_use[0][0]
-            others = [t[0] for t in by_use[1:]]
+        # The group of the fewest notes drives; one topic drives from its own rows.
+        groups.sort(key=lambda g: sum(n for _, n in g))
+        if len(groups[0]) == 1:
+            driver = groups[0][0][0]
         else:
-            any_ids = [t[0] for t in by_use]
+            any_ids = [i for i, _ in groups[0]]
+        others = [[i for i, _ in g] for g in groups[1:]]
     where = None
     if plan.where is not None:
         where = evaluate(conn, plan.where, where_sets)
@@ -204,13 +210,13 @@ def resolve(
         driver=driver,
         any_ids=any_ids,
         all_others=others,
-        exclude=[t[0] for t in exc.values()],
+        exclude=list(dict.fromkeys(i for i, _ in exc)),
         date_lo=(plan.date_from or FIRST_DAY) if has_dates else None,
         date_hi=(plan.date_to or LAST_DAY) if has_dates else None,
         path_kind=plan.path_kind,
         path=plan.path,
         where=where,
-        sizes={i: n for i, n in [*inc.values(), *exc.values()]},
+        sizes={i: n for i, n in [*(x for g in inc for x in g), *exc]},
     )
 
 

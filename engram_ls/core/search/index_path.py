@@ -203,7 +203,9 @@ class IndexSearcher:
         """The notes passing a filter of topics alone (no dates, no path) with a large topic
         in it, from the topics' sets of this index state; None otherwise (and a large topic's
         set is wanted for next time)."""
-        include = [f.driver, *f.all_others] if f.driver is not None else list(f.any_ids)
+        first = [f.driver] if f.driver is not None else list(f.any_ids)
+        groups = [first, *f.all_others] if first else []
+        include = [t for g in groups for t in g]
         if (
             self.topic_notes is None
             or not include
@@ -222,12 +224,18 @@ class IndexSearcher:
                 kept[t] = notes.ids
         if len(kept) < len({*include, *f.exclude}):
             return None
-        sets = sorted((kept[t] for t in include), key=len)
-        passing = sets[0]  # one topic: its set as it is (intersection() would copy it)
-        if len(sets) > 1 and f.driver is not None:
+        # A note needs a topic of each group: the union of a group (one topic: its set as it
+        # is, union() would copy it), then the intersection of the groups.
+        sets = sorted(
+            (
+                kept[g[0]] if len(g) == 1 else kept[g[0]].union(*(kept[t] for t in g[1:]))
+                for g in groups
+            ),
+            key=len,
+        )
+        passing = sets[0]
+        if len(sets) > 1:
             passing = passing.intersection(*sets[1:])
-        elif len(sets) > 1:
-            passing = passing.union(*sets[1:])
         if f.exclude:
             passing = passing.difference(*(kept[t] for t in f.exclude))
         return passing

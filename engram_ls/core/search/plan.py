@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from engram_ls.core import ripgrep
 from engram_ls.core.config import EngramConfig, Limits
@@ -33,6 +33,19 @@ from engram_ls.core.search.where import Facts, Node, matches
 from engram_ls.core.vault import Vault
 
 
+class TopicKey(NamedTuple):
+    """A topic of the tag filter: its case-folded key and whether only that topic counts
+    (``=topic``) or also the topics nested under it (``topic/sub``, as Obsidian nests tags)."""
+
+    key: str
+    exact: bool = False
+
+    def matches(self, keys: Iterable[str]) -> bool:
+        """Whether a note with these case-folded topic keys has this topic."""
+        under = self.key + "/"
+        return any(k == self.key or (not self.exact and k.startswith(under)) for k in keys)
+
+
 @dataclass(slots=True)
 class Plan:
     """A validated request reduced to what the two search paths need."""
@@ -41,9 +54,9 @@ class Plan:
     query: str
     terms: list[fts.Term]
     fts_query: str
-    include: list[str]
-    """Case-folded topic keys a note must have (any or all)."""
-    exclude: list[str]
+    include: list[TopicKey]
+    """Topics a note must have (any or all)."""
+    exclude: list[TopicKey]
     tags_all: bool
     date_from: str | None
     date_to: str | None
@@ -111,13 +124,13 @@ class Plan:
 
     def topics_ok(self, topics: Iterable[str]) -> bool:
         keys = {t.casefold() for t in topics}
-        if self.exclude and keys.intersection(self.exclude):
+        if any(t.matches(keys) for t in self.exclude):
             return False
         if not self.include:
             return True
         if self.tags_all:
-            return all(k in keys for k in self.include)
-        return bool(keys.intersection(self.include))
+            return all(t.matches(keys) for t in self.include)
+        return any(t.matches(keys) for t in self.include)
 
 
 def make_plan(
@@ -192,19 +205,22 @@ def _page_size(request: SearchRequest, limits: Limits) -> int:
     return limit
 
 
-def _topic_keys(tags: list[str]) -> tuple[list[str], list[str]]:
-    """(topics a note must have, topics it must not have), case-folded; ``-topic`` excludes."""
-    include: list[str] = []
-    exclude: list[str] = []
+def _topic_keys(tags: list[str]) -> tuple[list[TopicKey], list[TopicKey]]:
+    """(topics a note must have, topics it must not have); ``-topic`` excludes, ``=topic``
+    is that topic alone, without the topics nested under it (``-=topic`` excludes it alone)."""
+    include: list[TopicKey] = []
+    exclude: list[TopicKey] = []
     for raw in tags:
         tag = raw.strip()
         negate = tag.startswith("-")
-        tag = tag.lstrip("-").strip().lstrip("#").strip()
+        tag = tag.lstrip("-").strip()
+        exact = tag.startswith("=")
+        tag = tag.lstrip("=").strip().lstrip("#").strip().rstrip("/")
         if not tag:
             raise InvalidRequest(f"empty tag in the tag filter: {raw!r}")
         if len(tag) > MAX_TAG_CHARS:
             raise LimitExceeded(f"a tag is longer than {MAX_TAG_CHARS} characters")
-        (exclude if negate else include).append(tag.casefold())
+        (exclude if negate else include).append(TopicKey(tag.casefold(), exact))
     return include, exclude
 
 

@@ -146,8 +146,9 @@ class SearchRequest(BaseModel):
         list[str], BeforeValidator(_tags), Offer(flag="--tag", short="-t", metavar="TOPIC")
     ] = Field(
         default=[],  # pydantic copies it for each request
-        description="Topics to filter by (case-insensitive, whole topics); a leading '-' "
-        "excludes that topic",
+        description="Topics to filter by (case-insensitive, whole topics), each with the topics "
+        "nested under it (engineering finds engineering/frontend); a leading '=' is the topic "
+        "alone, a leading '-' excludes it",
     )
     tags_mode: Literal["any", "all"] = Field(
         default="any", description="Whether a note needs any or all of the tags"

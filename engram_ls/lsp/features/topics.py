@@ -420,7 +420,8 @@ async def complete(
             types.CompletionItem(
                 label=topic.name,
                 kind=types.CompletionItemKind.Value,
-                detail=_plural(topic.notes),
+                detail=_plural(topic.notes)
+                + (f", {topic.nested} with nested topics" if topic.nested != topic.notes else ""),
                 sort_text=f"{len(items):05d}",
                 filter_text=None if filter_text == topic.name else filter_text,
                 text_edit=types.TextEdit(range=edit_range, new_text=new_text),
