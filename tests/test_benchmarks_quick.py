@@ -36,6 +36,11 @@ QUERIES = [
     "literal common",
     "regex",
     "regex+tag",
+    "where 1",
+    "where 2",
+    "where or",
+    "where+tag+date",
+    "where+text",
 ]
 WITH_RG = [
     "text rare",
