@@ -84,12 +84,24 @@ class PathFilter:
         return not any(self.dir_excluded("/".join(parts[:i])) for i in range(1, len(parts)))
 
     def file_matches(self, rel_path: str) -> bool:
-        """Include/exclude globs only (the walk has already pruned excluded folders)."""
+        """Include/exclude globs only (the walk has already pruned excluded folders), of a
+        path that is text: a name whose bytes are not UTF-8 (``\udcff`` once decoded) is no
+        note, since the index, its answers and every protocol carry paths as UTF-8 text."""
+        if not rel_path.isascii() and not _utf8(rel_path):
+            return False
         if self._all_md and not self._exclude:
             return rel_path.endswith(".md")
         if not any(rx.match(rel_path) for rx in self._include):
             return False
         return not any(rx.match(rel_path) for rx in self._exclude)
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 class Vault:

@@ -29,6 +29,7 @@ import pytest
 from lsprotocol import types
 from mcp import Client, StdioServerParameters
 
+from engram_ls.core.errors import InvalidRequest
 from engram_ls.core.service import Engram
 from engram_ls.mcp_server.server import create_server
 from tests.lsp.conftest import request
@@ -404,3 +405,32 @@ async def test_write_note_name_over_255_bytes_is_a_typed_error(tmp_path: Path) -
         assert not r.is_error, r.content  # the server keeps serving
         r = await client.call_tool("search_notes", {"query": "still"})
         assert r.structured_content["total"] == 1
+
+
+# -- a file name that is not UTF-8 ----------------------------------------------------------------
+
+
+def test_a_name_that_is_not_utf8_is_no_note_and_breaks_nothing(tmp_path: Path) -> None:
+    """A file (or a folder) named with bytes that are not UTF-8 is left out of the build and of
+    a reconcile, which used to stop on it (the index holds paths as UTF-8), and writing a note
+    at such a name is ENGRAM_INVALID_REQUEST, before anything is written."""
+    root = tmp_path / "v"
+    root.mkdir()
+    (root / "ok.md").write_text("kept\n", "utf-8")
+    base = os.fsencode(root)
+    with open(base + b"/g\xffo.md", "wb") as fh:
+        fh.write(b"bad name\n")
+    os.mkdir(base + b"/d\xfe")
+    with open(base + b"/d\xfe/inner.md", "wb") as fh:
+        fh.write(b"bad folder\n")
+    proc = engram_cli("index", str(root), "--no-semantic")
+    assert proc.returncode == 0, proc.stderr
+    with Engram(root, index_path=root / ".engram" / "index.sqlite") as engram:
+        engram.sync()
+        assert [h.path for h in engram.search({"query": "kept"}).results] == ["ok.md"]
+        assert engram.search({"query": "bad"}).total == 0
+        assert engram.status().notes == 1
+        before = sorted(os.listdir(base))
+        with pytest.raises(InvalidRequest):
+            engram.write_note("n\udcffw.md", "x\n")
+        assert sorted(os.listdir(base)) == before
