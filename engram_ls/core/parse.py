@@ -47,7 +47,7 @@ from urllib.parse import unquote
 from engram_ls.core.config import EngramConfig
 from engram_ls.core.frontmatter import Frontmatter, parse_frontmatter, split_frontmatter
 from engram_ls.core.model import Heading, Link, LinkKind, Note, Problem
-from engram_ls.core.properties import note_properties
+from engram_ls.core.properties import note_properties, scalar_text
 
 __all__ = [
     "BINARY_SNIFF_BYTES",
@@ -290,26 +290,10 @@ class _Fields:
         return None if actual is None else (actual, meta[actual])
 
 
-def _scalar_text(value: object) -> str | None:
-    """A scalar as text (bool as ``true``/``false``, dates in ISO), or None for the rest."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        try:
-            return str(value)
-        except ValueError:  # an int too long to print
-            return None
-    if isinstance(value, dt.date):
-        return value.isoformat()
-    return None
-
-
 def _title(fields: _Fields, headings: Sequence[Heading], stem: str) -> str:
     found = fields.get("title")
     if found is not None:
-        text = _scalar_text(found[1]) if not isinstance(found[1], bool) else None
+        text = scalar_text(found[1]) if not isinstance(found[1], bool) else None
         if text and text.strip():
             return text.strip()
     for heading in headings:
@@ -342,9 +326,9 @@ def _values(fields: _Fields, keys: Sequence[str], split: Callable[[str], list[st
         if isinstance(value, str):
             items.extend(split(value))
         elif isinstance(value, list | tuple):
-            items.extend(_scalar_text(item) or "" for item in value)
+            items.extend(scalar_text(item) or "" for item in value)
         else:
-            items.append(_scalar_text(value) or "")
+            items.append(scalar_text(value) or "")
     return items
 
 

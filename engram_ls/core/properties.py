@@ -112,7 +112,7 @@ def note_properties(meta: Mapping[Any, Any]) -> tuple[Prop, ...]:
 
 def _add(out: list[Prop], meta: Mapping[Any, Any], prefix: str, depth: int, item: bool) -> None:
     for key, value in meta.items():
-        name = prefix + (key if isinstance(key, str) else _key_text(key)).casefold()
+        name = prefix + (key if isinstance(key, str) else scalar_text(key) or "null").casefold()
         if len(name) <= MAX_NAME:
             _value(out, name, value, depth, item)
         if len(out) >= MAX_ROWS:
@@ -138,17 +138,29 @@ def _value(out: list[Prop], name: str, value: Any, depth: int, item: bool) -> No
             out.append(Prop(name, found[0], found[1], item))
 
 
-def _key_text(key: object) -> str:
-    if isinstance(key, bool):
-        return "true" if key else "false"
-    if key is None:
-        return "null"
-    if isinstance(key, dt.date):
-        return key.isoformat()
-    try:
-        return str(key)
-    except ValueError:  # an int too long to print
-        return "?"
+def scalar_text(value: object) -> str | None:
+    """A scalar as text (bool as ``true``/``false``, dates in ISO), or None for the rest."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        try:
+            return str(value)
+        except ValueError:  # an int too long to print
+            return None
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return None
 
 
-__all__ = ["CODES", "KINDS", "Kind", "Prop", "iso_date", "note_properties", "typed"]
+__all__ = [
+    "CODES",
+    "KINDS",
+    "Kind",
+    "Prop",
+    "iso_date",
+    "note_properties",
+    "scalar_text",
+    "typed",
+]

@@ -86,8 +86,11 @@ def test_topic_sets_in_memory_nest_tags_the_same_way(
     """With every topic's set in memory (as large topics' are at 100,000 notes)."""
     monkeypatch.setattr(topic_sets, "MIN_NOTES", 1)
     cache = nested.index.topic_notes
-    for (tid,) in nested.index.reader().execute("SELECT id FROM topics"):
-        assert cache.read(int(tid)) is not None
+    monkeypatch.setattr(cache, "capacity", 100)  # every topic's set kept, not the 4 most used
+    topics = [int(t) for (t,) in nested.index.reader().execute("SELECT id FROM topics")]
+    for tid in topics:
+        assert cache.read(tid) is not None
+    assert sorted(cache.kept()) == sorted(topics)
     assert names(nested, request_) == expected
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from engram_ls.core.index.rows import folder_range
 from engram_ls.core.index.snapshot_cache import Memo
 from engram_ls.core.search.plan import Plan, TopicKey
-from engram_ls.core.search.where_bits import NoteBits, evaluate
+from engram_ls.core.search.where_bits import LISTED, NEWEST_FIRST, NoteBits, evaluate
 
 LAST_DAY = "9999-12-31"
 FIRST_DAY = "0000-01-01"
@@ -153,12 +153,7 @@ class Filters:
             return sql, p + params
         if self.where is not None and self.only_where:
             # The notes of the conditions drive, listed (the bitmap's ids).
-            sql = (
-                "SELECT n.id AS id, coalesce(n.created_at, '') AS day FROM json_each(?) j"
-                " CROSS JOIN notes n ON n.id = j.value"
-            )
-            if ordered:
-                sql += " ORDER BY n.created_at DESC, n.id DESC"
+            sql = LISTED + (NEWEST_FIRST if ordered else "")
             return sql, [json.dumps(self.where.ids())]
         where, params = self.note_conditions("n")
         clause = (" WHERE " + " AND ".join(where)) if where else ""

@@ -181,7 +181,9 @@ class IndexSearcher:
 
     def _listing(self, plan: Plan, f: Filters) -> tuple[list[SearchHit], int]:
         if f.where is not None and f.only_where:
-            ids = where_bits.page(self.conn, f.where, plan.offset, plan.limit, plan.check)
+            ids = where_bits.page(
+                self.conn, f.where, plan.offset, plan.limit, self._note_count(), plan.check
+            )
             return self._hits(plan, self._rows(ids)), f.where.count
         passing = self._topic_set(f)
         if passing is not None:

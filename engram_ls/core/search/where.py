@@ -31,7 +31,7 @@ from typing import Any, Literal, get_args
 from engram_ls.core.frontmatter import scalar_value
 from engram_ls.core.links import link_key
 from engram_ls.core.model import Note
-from engram_ls.core.properties import MAX_NAME, Kind, typed
+from engram_ls.core.properties import MAX_NAME, Kind, scalar_text, typed
 
 Op = Literal["=", "!=", "<", "<=", ">", ">=", "contains", "starts_with", "exists", "missing"]
 OPS: tuple[Op, ...] = get_args(Op)
@@ -158,7 +158,7 @@ def _leaf(raw: dict[str, Any], at: str, count: list[int]) -> Cond:
         raise WhereError(f"{at}.value: a single value is needed, not {_type_name(value)}")
     if isinstance(value, float) and value != value:
         raise WhereError(f"{at}.value: NaN compares with nothing")
-    text = _value_text(value)
+    text = scalar_text(value) or ""
     _check_text(text, f"{at}.value")
     if len(text) > MAX_VALUE_CHARS:
         raise WhereError(f"{at}.value: longer than {MAX_VALUE_CHARS} characters")
@@ -202,14 +202,6 @@ def parse_condition_text(text: str, at: str = "where") -> dict[str, Any]:
 
 _WORD_OP_RE = re.compile(r"\s(contains|starts_with)(?:\s|$)")
 _SYMBOL_OP_RE = re.compile(r"!=|<=|>=|=|<|>")
-
-
-def _value_text(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
 
 
 def _folded_value(name: str, text: str) -> str:

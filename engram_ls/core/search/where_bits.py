@@ -1,9 +1,9 @@
 """A ``where`` tree evaluated over bitmaps of note ids, for one state of the index.
 
-Each condition's notes are read once per index state (``where_sql.note_set``: one range of the
-``props`` key, or the notes, topics or links it names) as a bitmap, a Python ``int`` with bit
-*i* set for note id *i*: 12.5 KB at 100,000 notes, kept in a ``Memo`` for that state. A tree
-is then ``&``, ``|`` and ``&~`` of them (``not``: every note but), its count one
+Each condition's notes are read once per index state (``where_sql.condition_notes``: one
+range of the ``props`` key, or the notes, topics or links it names) as a bitmap, a Python
+``int`` with bit *i* set for note id *i*: 12.5 KB at 100,000 notes, kept in a ``Memo`` for
+that state. A tree is then ``&``, ``|`` and ``&~`` of them (``not``: every note but), its count one
 ``bit_count``, and a note's membership one byte lookup. SQLite would combine the same sets in
 temporary B-trees: ``status = doing AND priority >= 4`` (22,573 and 38,421 notes) took 52 ms
 that way at 100,000 notes, against a few microseconds here once the two are read.
@@ -30,6 +30,12 @@ EVERY = "every note"
 DENSE = 20
 """A tree passing more than one note in this many is paged from the notes in date order."""
 _CHECK_EVERY = 4096
+LISTED = (
+    "SELECT n.id AS id, coalesce(n.created_at, '') AS day FROM json_each(?) j"
+    " CROSS JOIN notes n ON n.id = j.value"
+)
+"""The notes of a JSON list of ids (``NoteBits.ids``), with their dates."""
+NEWEST_FIRST = " ORDER BY n.created_at DESC, n.id DESC"
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,28 +138,25 @@ def _every(conn: sqlite3.Connection) -> int:
 
 
 def page(
-    conn: sqlite3.Connection, notes: NoteBits, offset: int, limit: int, check: Any
+    conn: sqlite3.Connection, notes: NoteBits, offset: int, limit: int, vault_notes: int, check: Any
 ) -> list[int]:
     """The ids of the notes passing, newest first (undated last, then by id, descending), from
-    ``offset``, at most ``limit``; ``check()`` is called while it reads."""
+    ``offset``, at most ``limit``, of a vault of ``vault_notes``; ``check()`` is called while
+    it reads."""
     count = notes.count
     if count <= offset:
         return []
-    total = conn.execute("SELECT value FROM meta WHERE key = 'notes'").fetchone()
-    if count * DENSE < (int(total[0]) if total else 0):
+    if count * DENSE < vault_notes:
         rows = conn.execute(
-            "SELECT n.id FROM json_each(?) j CROSS JOIN notes n ON n.id = j.value"
-            " ORDER BY n.created_at DESC, n.id DESC LIMIT ? OFFSET ?",
-            (json.dumps(notes.ids()), limit, offset),
+            f"{LISTED}{NEWEST_FIRST} LIMIT ? OFFSET ?", (json.dumps(notes.ids()), limit, offset)
         )
         return [int(r[0]) for r in rows]
     members = notes.member
     size = len(members)
     out: list[int] = []
     seen = 0
-    for n, (i,) in enumerate(
-        conn.execute("SELECT id FROM notes ORDER BY created_at DESC, id DESC")
-    ):
+    by_date = conn.execute("SELECT id FROM notes ORDER BY created_at DESC, id DESC")
+    for n, (i,) in enumerate(by_date):
         if not n % _CHECK_EVERY:
             check()
         at = i >> 3
@@ -166,4 +169,4 @@ def page(
     return out
 
 
-__all__ = ["EVERY", "NoteBits", "evaluate", "page"]
+__all__ = ["EVERY", "LISTED", "NEWEST_FIRST", "NoteBits", "evaluate", "page"]
