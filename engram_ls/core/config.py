@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from engram_ls.core.contained import read_regular
 from engram_ls.core.frontmatter import SafeYamlLoader
 
 CONFIG_DIR = ".engram"
@@ -115,8 +116,6 @@ CONFIG_MAX_BYTES = 1024 * 1024
 
 def read_config_file(vault_root: Path) -> tuple[dict[str, Any], list[str]]:
     """The raw mapping of ``<vault>/.engram/config.yaml`` ({} when absent or unreadable)."""
-    from engram_ls.core.vault import read_regular  # vault.py imports this module
-
     path = vault_root / CONFIG_DIR / CONFIG_FILE
     try:
         data = read_regular(path, CONFIG_MAX_BYTES + 1)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engram_ls.core.config import CONFIG_DIR
-from engram_ls.core.vault import read_fd
+from engram_ls.core.contained import read_fd
 
 DIRTY_TTL_S = 2.0
 """How long a ``git status`` answer is reused before a background thread asks again. Measured

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from engram_ls.core.config import EngramConfig
+from engram_ls.core.contained import read_in
 from engram_ls.core.errors import OutsideVault
 from engram_ls.core.index import db, trigram
 from engram_ls.core.index.rows import Batch, NoteRows, State, note_rows
@@ -32,7 +33,7 @@ from engram_ls.core.index.store import Index, IndexStatus
 from engram_ls.core.model import Note
 from engram_ls.core.parse import parse_note
 from engram_ls.core.serialize import NOT_JSON, rounded
-from engram_ls.core.vault import FileStat, Vault, read_in
+from engram_ls.core.vault import FileStat, Vault
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
@@ -129,7 +130,7 @@ def read_note(
     """Read, hash and parse one file; None when it vanished, cannot be read, is no longer a
     regular file (a FIFO put in its place between the walk and the read must not block), or
     is now reached through a symlinked folder or a symlink leaving the vault (read through
-    ``vault.read_in``, which checks that at the moment of the open).
+    ``contained.read_in``, which checks that at the moment of the open).
 
     The stat stored is taken from the open file, so it describes exactly the bytes parsed.
     """

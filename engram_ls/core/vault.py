@@ -3,36 +3,29 @@ path containment.
 
 Every path that leaves this module is vault-relative and POSIX-style (``area/2024/note.md``).
 
-Containment is checked at the moment of use, never only before: every read, stat, write,
-move and folder scan of a note goes through the functions under "containment" below
-(``open_in``, ``stat_in``, ``read_in``, ``write_in``, ``move_in``, the walk), which open each
-folder from the vault root down with ``O_NOFOLLOW | O_DIRECTORY`` relative to its parent's
-descriptor and act on the file relative to the last one. A folder swapped for a symlink
-after any check is still refused, because the check *is* the open.
-
-Why not Linux ``openat2(RESOLVE_BENEATH)`` through ctypes: it follows symlinked folders that
-stay inside the vault, which the walk has never entered, so reads and event paths would see
-notes a cold build does not index (and the index must equal a fresh build); it is Linux-only
-(a portable fallback would be this code anyway). ``openat`` with ``O_NOFOLLOW`` is POSIX and
-gives exactly the walk's meaning: no symlinked folder is ever entered; a symlinked *file*
-counts when its target is inside the vault, which is mapped to a vault path with
-``realpath`` and then opened through descriptors with ``O_NOFOLLOW`` again, so a target
-swapped after the mapping is refused (or mapped again), never followed out.
+Containment is checked at the moment of use by ``core/contained.py``: every read, stat,
+write, move and folder scan of a note goes through it.
 """
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import os
-import secrets
 import stat as stat_mod
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 from urllib.parse import quote_from_bytes
 
 from engram_ls.core.config import CONFIG_DIR, EngramConfig
+from engram_ls.core.contained import (
+    DIR_FLAGS,
+    check_folders,
+    move_in,
+    open_folder,
+    read_in,
+    stat_in,
+    write_in,
+)
 from engram_ls.core.errors import EngramError, InvalidRequest, NotFound, OutsideVault
 from engram_ls.core.globs import compile_glob
 
@@ -253,7 +246,7 @@ class Vault:
     def _walk(self, under: str, *, ordered: bool) -> Iterator[FileStat]:
         """Depth first, holding a descriptor for each folder on the current path only."""
         try:
-            top = _open_folder(self._root_s, under.split("/") if under else [])
+            top = open_folder(self._root_s, under.split("/") if under else [])
         except OSError:
             return
         stack: list[tuple[str, int, list[tuple[str, bool, os.DirEntry[str]]]]] = []
@@ -271,7 +264,7 @@ class Vault:
                     if self.filter.dir_excluded(rel):
                         continue
                     try:
-                        sub = os.open(name, _DIR_FLAGS, dir_fd=dfd)
+                        sub = os.open(name, DIR_FLAGS, dir_fd=dfd)
                     except OSError:  # gone, unreadable, or swapped for a symlink meanwhile
                         continue
                     stack.append((rel, sub, _listing(sub, ordered)))
@@ -378,293 +371,6 @@ def _plain_rel(raw: str, root: str) -> str | None:
     if any(part in ("", ".", "..") for part in parts):
         return None
     return raw
-
-
-# --- containment (see the module docstring) ------------------------------------------------
-
-_ROOT_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
-_DIR_FLAGS = _ROOT_FLAGS | os.O_NOFOLLOW
-_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-_LINK_ERRNOS = frozenset({errno.ELOOP, errno.EMLINK, errno.ENOTDIR})
-"""What ``open(O_NOFOLLOW)`` of a symlink gives (Linux ELOOP, FreeBSD EMLINK; ENOTDIR for a
-symlink opened as a folder)."""
-MAX_LINK_HOPS = 8
-"""Symlinked files followed one after another before a path counts as a loop."""
-
-
-def _split(rel: str) -> tuple[list[str], str]:
-    """(folders, name) of a vault-relative POSIX path."""
-    folder, _, name = rel.rpartition("/")
-    return (folder.split("/") if folder else []), name
-
-
-def _open_folder(root: str, parts: Sequence[str], *, create: bool = False) -> int:
-    """A descriptor of the vault folder ``parts`` (a list of names), opened from the root one
-    component at a time without following symlinks; with ``create``, missing folders are made
-    on the way (``mkdirat``: a name that appears as a symlink meanwhile is refused, not
-    followed). OSError (ELOOP, ENOTDIR) for a folder that is a symlink or not a folder."""
-    fd = os.open(root, _ROOT_FLAGS)
-    try:
-        for name in parts:
-            if create:
-                with contextlib.suppress(FileExistsError):
-                    os.mkdir(name, dir_fd=fd)
-            nxt = os.open(name, _DIR_FLAGS, dir_fd=fd)
-            os.close(fd)
-            fd = nxt
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-def check_folders(root: str, rel: str) -> None:
-    """OutsideVault when a folder of ``rel`` that exists is a symlink or not a folder."""
-    parts, _ = _split(rel)
-    fd = os.open(root, _ROOT_FLAGS)
-    try:
-        for name in parts:
-            try:
-                nxt = os.open(name, _DIR_FLAGS, dir_fd=fd)
-            except FileNotFoundError:
-                return
-            except OSError as exc:
-                if exc.errno in _LINK_ERRNOS:
-                    raise _refusal(rel, exc) from None
-                raise
-            os.close(fd)
-            fd = nxt
-    finally:
-        os.close(fd)
-
-
-def _link_rel(root: str, rel: str) -> str:
-    """The vault path a symlinked note ``rel`` points at (OutsideVault when outside)."""
-    real = os.path.realpath(os.path.join(root, rel))
-    if not real.startswith(root + os.sep):
-        raise OutsideVault(f"path resolves outside the vault: {rel}", data={"path": rel})
-    return real[len(root) + 1 :].replace(os.sep, "/")
-
-
-def _refusal(rel: str, exc: OSError) -> OutsideVault:
-    return OutsideVault(
-        f"path goes through a symlinked folder or is not a file: {rel}",
-        data={"path": rel, "reason": exc.strerror or str(exc)},
-    )
-
-
-def open_in(root: str, rel: str) -> int:
-    """A read-only, non-blocking descriptor of vault file ``rel`` (``root``: the vault's real
-    path). No folder on the way may be a symlink (OutsideVault); a symlinked file is followed
-    only to a target inside the vault. FileNotFoundError when it is missing; the caller checks
-    the file type (a FIFO or a device opens, without blocking)."""
-    hops = 0
-    while True:
-        dfd, name = _folder_of(root, rel)
-        try:
-            return os.open(name, _READ_FLAGS, dir_fd=dfd)
-        except OSError as exc:
-            if exc.errno not in _LINK_ERRNOS:
-                raise
-            if not stat_mod.S_ISLNK(os.stat(name, dir_fd=dfd, follow_symlinks=False).st_mode):
-                raise
-        finally:
-            os.close(dfd)
-        hops += 1
-        if hops > MAX_LINK_HOPS:
-            raise OSError(errno.ELOOP, "too many levels of symbolic links", rel)
-        rel = _link_rel(root, rel)
-
-
-def stat_in(root: str, rel: str) -> os.stat_result:
-    """The stat of vault file ``rel`` under the rules of ``open_in`` (a symlinked file: its
-    target's), without opening it."""
-    hops = 0
-    while True:
-        dfd, name = _folder_of(root, rel)
-        try:
-            st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
-        finally:
-            os.close(dfd)
-        if not stat_mod.S_ISLNK(st.st_mode):
-            return st
-        hops += 1
-        if hops > MAX_LINK_HOPS:
-            raise OSError(errno.ELOOP, "too many levels of symbolic links", rel)
-        rel = _link_rel(root, rel)
-
-
-def read_fd(fd: int, limit: int = -1, name: str = "") -> tuple[bytes, os.stat_result]:
-    """The bytes (at most ``limit``) and stat of an open regular file; closes ``fd``. Anything
-    else (a FIFO, a device, a folder) raises OSError instead of blocking or reading forever."""
-    with open(fd, "rb", closefd=True) as fh:
-        st = os.fstat(fh.fileno())
-        if not stat_mod.S_ISREG(st.st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", name)
-        return fh.read(limit), st
-
-
-def read_in(root: str, rel: str, limit: int = -1) -> tuple[bytes, os.stat_result]:
-    """The bytes (at most ``limit``) and stat of the regular vault file ``rel``: the one
-    reader of notes (``open_in`` then ``read_fd``)."""
-    return read_fd(open_in(root, rel), limit, rel)
-
-
-def read_regular(path: str | os.PathLike[str], limit: int = -1) -> bytes:
-    """The bytes (at most ``limit``) of a regular file that is not a note (the config file);
-    notes are read with ``read_in``. A FIFO or device raises OSError, never blocks."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC  # a symlinked config file is fine
-    return read_fd(os.open(path, flags), limit, os.fspath(path))[0]
-
-
-NAME_MAX = 255
-"""Bytes of one file or folder name on the file systems Engram runs on."""
-_TMP_PREFIX_CHARS = 64
-"""Characters of the note's name kept in its temporary file's name (which must stay short
-enough for a note whose own name is near ``NAME_MAX``)."""
-
-
-def _check_names(rel: str) -> None:
-    for part in rel.split("/"):
-        if len(os.fsencode(part)) > NAME_MAX:
-            raise InvalidRequest(
-                f"a name in the path is longer than {NAME_MAX} bytes: {part[:40]}…",
-                data={"path": rel, "max_name_bytes": NAME_MAX},
-            )
-
-
-def _folder_of(root: str, rel: str, *, create: bool = False) -> tuple[int, str]:
-    """(descriptor of the folder holding ``rel``, its name there), by ``_open_folder``; a
-    folder on the way that is a symlink or not a folder is OutsideVault."""
-    parts, name = _split(rel)
-    try:
-        return _open_folder(root, parts, create=create), name
-    except OSError as exc:
-        if exc.errno in _LINK_ERRNOS:
-            raise _refusal(rel, exc) from None
-        raise
-
-
-def write_in(
-    root: str,
-    rel: str,
-    data: bytes,
-    *,
-    overwrite: bool,
-    check: Callable[[], None] | None = None,
-) -> None:
-    """Write vault file ``rel`` so that readers see the old file or the new one, never a part.
-
-    Missing folders are created and every folder is opened from the root without following
-    symlinks (OutsideVault for a symlinked folder); the temporary file is created in the
-    note's own folder through that descriptor (``O_EXCL | O_NOFOLLOW``) and renamed (or
-    linked) there, so the bytes can never land outside the vault, and a failed write leaves
-    no temporary file behind. Overwriting a symlinked note writes its target inside the vault.
-    Without ``overwrite`` an existing file is left alone and FileExistsError is raised (the
-    check and the creation are one atomic step: a hard link of the finished temporary file).
-    An existing note keeps its permissions; a new one gets the umask's (as any editor's).
-    ``check`` runs once the new content is on disk, just before it replaces the file; raising
-    there leaves the file untouched, so the window for a concurrent writer is only the check.
-    InvalidRequest for a name over ``NAME_MAX`` bytes or a target that is not a regular file.
-    """
-    _check_names(rel)
-    for _ in range(MAX_LINK_HOPS + 1):
-        dfd, name = _folder_of(root, rel, create=True)
-        try:
-            try:
-                old: os.stat_result | None = os.stat(name, dir_fd=dfd, follow_symlinks=False)
-            except FileNotFoundError:
-                old = None
-            if old is not None and stat_mod.S_ISLNK(old.st_mode) and overwrite:
-                target = _link_rel(root, rel)
-            else:
-                if old is not None and not stat_mod.S_ISREG(old.st_mode) and overwrite:
-                    raise InvalidRequest(f"{rel} is not a regular file", data={"path": rel})
-                mode = stat_mod.S_IMODE(old.st_mode) if old is not None else None
-                _write_at(dfd, name, data, overwrite=overwrite, mode=mode, check=check)
-                return
-        finally:
-            os.close(dfd)
-        rel = target
-    raise OSError(errno.ELOOP, "too many levels of symbolic links", rel)
-
-
-def _write_at(
-    dfd: int,
-    name: str,
-    data: bytes,
-    *,
-    overwrite: bool,
-    mode: int | None,
-    check: Callable[[], None] | None,
-) -> None:
-    tmp = f".{name[:_TMP_PREFIX_CHARS]}.{secrets.token_hex(6)}.tmp"
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(tmp, flags, 0o666, dir_fd=dfd)  # the umask applies, as for any new file
-    try:
-        with open(fd, "wb", closefd=True) as fh:
-            if mode is not None:
-                os.fchmod(fh.fileno(), mode)
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if check is not None:
-            check()
-        if overwrite:
-            os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
-        else:
-            os.link(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp, dir_fd=dfd)
-    with contextlib.suppress(OSError):  # the rename itself survives a crash
-        os.fsync(dfd)
-
-
-def move_in(root: str, old: str, new: str) -> None:
-    """Move vault file or folder ``old`` to ``new`` without replacing anything there.
-
-    Both folders are opened from the root without following symlinks (OutsideVault when
-    either goes through a symlinked folder, so nothing moves out of the vault through a
-    link, and missing destination folders are only ever created inside it), and the rename is
-    made between those descriptors. A file is moved by a hard link then an unlink (never
-    replacing an existing name), or renamed where hard links are not possible. A symlinked
-    file is moved as the link itself. FileNotFoundError when ``old`` is missing,
-    FileExistsError when ``new`` exists.
-    """
-    _check_names(new)
-    src, old_name = _folder_of(root, old)
-    try:
-        st = os.stat(old_name, dir_fd=src, follow_symlinks=False)
-        dst, new_name = _folder_of(root, new, create=True)
-        try:
-            if _exists_at(dst, new_name):
-                raise FileExistsError(errno.EEXIST, "exists already", new)
-            if stat_mod.S_ISDIR(st.st_mode):
-                os.rename(old_name, new_name, src_dir_fd=src, dst_dir_fd=dst)
-                return
-            try:
-                os.link(old_name, new_name, src_dir_fd=src, dst_dir_fd=dst, follow_symlinks=False)
-            except FileExistsError:
-                raise
-            except OSError:  # no hard links here (another file system, FAT, ...)
-                if _exists_at(dst, new_name):  # pragma: no cover - raced by another writer
-                    raise FileExistsError(errno.EEXIST, "exists already", new) from None
-                os.rename(old_name, new_name, src_dir_fd=src, dst_dir_fd=dst)
-                return
-            os.unlink(old_name, dir_fd=src)
-        finally:
-            os.close(dst)
-    finally:
-        os.close(src)
-
-
-def _exists_at(dfd: int, name: str) -> bool:
-    try:
-        os.stat(name, dir_fd=dfd, follow_symlinks=False)
-    except FileNotFoundError:
-        return False
-    return True
 
 
 VAULT_MARKERS = (CONFIG_DIR, ".obsidian")

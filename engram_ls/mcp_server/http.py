@@ -37,9 +37,9 @@ from starlette.datastructures import Headers
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from engram_ls.core.contained import read_regular
 from engram_ls.core.errors import InvalidRequest
 from engram_ls.core.net import WILDCARDS, is_loopback
-from engram_ls.core.vault import read_regular
 
 log = logging.getLogger("engram_ls.mcp.http")
 
