@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from engram_ls import __version__
+from engram_ls.cli_query import add_query_command
 from engram_ls.core.config import CONFIG_DIR
 from engram_ls.core.errors import EngramError, IndexUnavailable
 from engram_ls.core.index.store import IndexStatus
@@ -490,6 +491,7 @@ def build_parser() -> argparse.ArgumentParser:
     _search_command(sub)
     _status_command(sub)
     _topics_command(sub)
+    add_query_command(sub)
     _librarian_command(sub)
     _mv_command(sub)
     # `engram lsp ...` and `engram mcp ...` hand their arguments to the servers' own parsers.

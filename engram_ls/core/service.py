@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from engram_ls.core import navigation as nav
+from engram_ls.core.bases.query import query as bases_query
 from engram_ls.core.config import CONFIG_DIR, INDEX_FILE, EngramConfig, load_config
 from engram_ls.core.errors import (
     EngramError,
@@ -345,6 +346,10 @@ class Engram:
             f"the index cannot answer ({why}) and require_index forbids scanning the files",
             data={"state": served.state},
         )
+
+    def query(self, **kw: Any) -> dict[str, Any]:
+        """One view of an Obsidian base, from the index (``core.bases.query.query``)."""
+        return bases_query(self, **kw)
 
     def topics(self, prefix: str = "", limit: int = 100) -> list[TopicCount]:
         """Known topics, most used first, optionally starting with ``prefix`` (any case).

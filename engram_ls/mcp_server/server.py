@@ -2,7 +2,8 @@
 
 Tools: ``search_notes`` (the DESIGN §4 request and result), ``get_session_context`` (the
 original Engram tool's plain-text answer), ``read_note``, ``list_topics``, ``related_notes``
-(links, backlinks, notes sharing topics and notes near in meaning), ``index_status``.
+(links, backlinks, notes sharing topics and notes near in meaning), ``query_notes`` (a view
+of an Obsidian base), ``index_status``.
 Every error an agent can cause comes back as a tool error naming the Engram code.
 """
 
@@ -186,6 +187,36 @@ def _add_note_tools(mcp: MCPServer, engram: Engram) -> None:
         `related` (links, backlinks and meaning in one ranking, each with its `reasons`).
         Paths are vault-relative; read one with read_note."""
         return dict(_call(engram.related_notes, path, limit))
+
+    @mcp.tool(annotations=READ_ONLY)
+    def query_notes(
+        base: Annotated[
+            str,
+            Field(
+                description="An Obsidian base: the vault-relative path of a .base file or of a "
+                "note with ```base blocks, or the YAML text of a base (filters, formulas, views)."
+            ),
+        ],
+        view: Annotated[
+            str | None, Field(description="The view to run (default: the first).")
+        ] = None,
+        block: Annotated[
+            int | None, Field(ge=1, description="The Nth ```base block of a note.")
+        ] = None,
+        max_rows: Annotated[
+            int, Field(ge=1, le=2000, description="At most this many rows in the answer.")
+        ] = 200,
+    ) -> dict[str, Any]:
+        """Run one view of an Obsidian base over the index: the notes passing its filters
+        (properties, tags, folders, links, dates), in its sort order, with its columns
+        (`values` by property, formulas included), `total` notes passing, `groups` and
+        `summaries`. An unsupported construct is an error naming it and its line."""
+        path = "\n" not in base and base.strip().endswith((".base", ".md"))
+        source = {"path": base.strip()} if path else {"text": base}
+        out: dict[str, Any] = _call(engram.query, **source, view=view, block=block)
+        out["rows"] = out["rows"][:max_rows]
+        out["truncated"] = out["total"] > len(out["rows"])
+        return out
 
     @mcp.tool(annotations=READ_ONLY)
     def index_status() -> dict[str, Any]:

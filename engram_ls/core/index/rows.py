@@ -118,8 +118,21 @@ def note_rows(
         fts=(note.title, note.summary or "", " ".join(note.topics), note.body),
         has_problems=bool(note.problems),
         trigram=trigram,
-        props=tuple((p.name, CODES[p.kind], p.value, int(p.item)) for p in note.properties),
+        props=_props(note),
     )
+
+
+def _props(note: Note) -> tuple[tuple[str, str, Any, int], ...]:
+    """(key, kind letter, value, item) of each ``props`` row: ``item`` is 0 for a single
+    value, else the item's place in its list from 1 (so a list reads back in its order)."""
+    seen: dict[str, int] = {}
+    out = []
+    for p in note.properties:
+        item = 0
+        if p.item:
+            item = seen[p.name] = seen.get(p.name, 0) + 1
+        out.append((p.name, CODES[p.kind], p.value, item))
+    return tuple(out)
 
 
 def _names(note: Note, title_key: str) -> tuple[tuple[int, int, str], ...]:

@@ -45,7 +45,7 @@ Layout:
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 """Stored in ``PRAGMA user_version``. Bump on any change below: old indexes are rebuilt."""
 
 NO_DATE = ""
@@ -92,7 +92,7 @@ CREATE TABLE props (
     kind     TEXT NOT NULL,
     value    ANY NOT NULL,
     note_id  INTEGER NOT NULL,
-    item     INTEGER NOT NULL,
+    item     INTEGER NOT NULL,  -- 0 for a single value, n for the nth item of a list
     PRIMARY KEY (key, kind, value, note_id)
 ) STRICT, WITHOUT ROWID;
 

@@ -22,6 +22,7 @@ same rules (docs/queries.md):
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import re
 from collections.abc import Mapping, Sequence
@@ -68,6 +69,9 @@ class Cond:
     value: str | int | float = ""
     text: str = ""
     """The value as text: what ``starts_with`` and a substring ``contains`` look for."""
+    single: bool = False
+    """Only a single value, never a list's items, passes (how a Bases comparison reads a
+    list: ``status == "done"`` is false for ``status: [done]``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +177,15 @@ def _leaf(raw: dict[str, Any], at: str, count: list[int]) -> Cond:
         text = _folded_value(name, text)
         kind, stored = ("text", text) if kind != "null" else (kind, stored)
     return Cond(name, op, kind, stored, text)
+
+
+def condition(prop: str, op: Op, value: Any = None, *, single: bool = False) -> Cond:
+    """One condition, checked and typed as ``where`` takes it (WhereError when malformed)."""
+    raw: dict[str, Any] = {"property": prop, "op": op}
+    if op not in NO_VALUE:
+        raw["value"] = value
+    c = _leaf(raw, "where", [0])
+    return dataclasses.replace(c, single=True) if single else c
 
 
 def parse_condition_text(text: str, at: str = "where") -> dict[str, Any]:
@@ -296,11 +309,13 @@ def matches(node: Node, facts: Facts) -> bool:
 
 
 def _equal(c: Cond, v: tuple[Kind, Any, bool]) -> bool:
-    return v[0] == c.kind and v[1] == c.value
+    return v[0] == c.kind and v[1] == c.value and not (c.single and v[2])
 
 
 def _one(c: Cond, v: tuple[Kind, Any, bool]) -> bool:
     kind, value, item = v
+    if item and c.single:
+        return False
     if c.op == "=":
         return kind == c.kind and value == c.value
     if c.op == "contains":
@@ -330,6 +345,7 @@ __all__ = [
     "Not",
     "Op",
     "WhereError",
+    "condition",
     "conditions",
     "file_value",
     "matches",

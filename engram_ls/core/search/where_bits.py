@@ -89,7 +89,7 @@ def _leaves(node: Node) -> list[Hashable]:
 
 def _positive(c: Cond) -> Cond:
     if c.op == "!=":
-        return Cond(c.prop, "=", c.kind, c.value, c.text)
+        return Cond(c.prop, "=", c.kind, c.value, c.text, c.single)
     if c.op == "missing":
         return Cond(c.prop, "exists")
     return c

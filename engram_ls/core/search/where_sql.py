@@ -53,6 +53,8 @@ def _props(c: Cond) -> tuple[str, list[Any]]:
     """The notes with a frontmatter value passing ``c``."""
     select = "SELECT note_id AS id FROM props WHERE key = ?"
     params: list[Any] = [c.prop]
+    if c.single and c.op != "exists":
+        select += " AND item = 0"
     if c.op == "exists":
         return select, params
     assert c.kind is not None
@@ -64,7 +66,7 @@ def _props(c: Cond) -> tuple[str, list[Any]]:
         )
     if c.op == "contains" and c.kind == "text":
         return (
-            f"{select} AND kind = '{_TEXT}' AND ((item = 1 AND value = ?)"
+            f"{select} AND kind = '{_TEXT}' AND ((item > 0 AND value = ?)"
             " OR (item = 0 AND instr(value, ?) > 0))",
             [*params, c.value, c.text],
         )

@@ -23,7 +23,16 @@ from lsprotocol import types
 
 from engram_ls.lsp import diagnostics as publish
 from engram_ls.lsp.document import open_document
-from engram_ls.lsp.features import files, librarian, links, problems, search, symbols, topics
+from engram_ls.lsp.features import (
+    bases,
+    files,
+    librarian,
+    links,
+    problems,
+    search,
+    symbols,
+    topics,
+)
 from engram_ls.lsp.registry import Contributor, every_answer, first_answer
 
 if TYPE_CHECKING:
@@ -152,6 +161,7 @@ def _register_single(server: EngramLanguageServer) -> None:
     feature(search.SEARCH)(search.search)
     feature(search.STATUS)(search.status)
     feature(search.RELATED)(search.related)
+    feature(bases.QUERY)(bases.query)
     feature(types.TEXT_DOCUMENT_DID_SAVE)(files.did_save)
     feature(types.WORKSPACE_DID_CREATE_FILES, files.FILE_OPERATIONS)(files.did_create)
     feature(types.WORKSPACE_DID_RENAME_FILES, files.FILE_OPERATIONS)(files.did_rename)

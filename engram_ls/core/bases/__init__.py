@@ -1,0 +1,2 @@
+"""Obsidian Bases: ``.base`` files and ```` ```base ```` blocks answered from the index
+(docs/queries.md, "Obsidian Bases")."""
