@@ -384,3 +384,37 @@ async def test_search_notes_where(vault_copy: Callable[[str], Path]) -> None:
         r = await call(client, "search_notes", {"where": [{"property": "x", "op": "~"}]})
         assert r.is_error and "ENGRAM_INVALID_REQUEST" in r.content[0].text
         assert "where[0].op" in r.content[0].text
+
+
+async def test_query_notes_runs_a_base(vault_copy: Callable[[str], Path]) -> None:
+    """``query_notes`` through the real ``engram-mcp`` process: a ``.base`` file of the
+    example vault by path, a base as text, and an unsupported construct as a tool error
+    naming it and its line."""
+    root = vault_copy("example")
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "engram_ls", "mcp", str(root)]
+    )
+    async with Client(params) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert tools["query_notes"].annotations.read_only_hint  # type: ignore[union-attr]
+        r = await call(client, "query_notes", {"base": "bases/work.base", "view": "Open work"})
+        assert not r.is_error, r.content
+        rows = r.structured_content["rows"]
+        assert [row["path"] for row in rows] == [
+            "projects/lsp-server.md",
+            "reference/testing-strategy.md",
+        ]
+        assert rows[0]["values"]["status"] == "doing"
+        assert r.structured_content["columns"][1] == {"property": "status", "name": "Status"}
+        r = await call(
+            client,
+            "query_notes",
+            {"base": 'filters: file.hasTag("lsp")\nviews: [{name: v}]', "max_rows": 1},
+        )
+        assert r.structured_content["total"] > 1 and len(r.structured_content["rows"]) == 1
+        assert r.structured_content["truncated"]
+        r = await call(client, "query_notes", {"base": "filters: 'this.x == 1'"})
+        assert r.is_error and "ENGRAM_INVALID_REQUEST" in r.content[0].text
+        assert "'this'" in r.content[0].text and "line 1" in r.content[0].text
+        r = await call(client, "query_notes", {"base": "../outside.base"})
+        assert r.is_error and "ENGRAM_OUTSIDE_VAULT" in r.content[0].text
