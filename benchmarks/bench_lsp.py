@@ -333,6 +333,19 @@ async def queries(s: Session, vault: Path, runs: int, settle_s: float = 0.0) -> 
     return rows
 
 
+async def bases(s: Session, runs: int, settle_s: float = 0.0) -> dict[str, Any]:
+    """``engram/query`` over the base kinds (``benchlib.base_mix``)."""
+    rows: dict[str, Any] = {}
+    for name, text in b.base_mix():
+
+        async def one(text: str = text) -> Any:
+            return await s.request("engram/query", {"text": text})
+
+        stats, res = await b.timed(one, runs, settle_s=settle_s)
+        rows[name] = {**stats, "total": res["total"], "rows": len(res["rows"])}
+    return rows
+
+
 async def symbols(s: Session, runs: int, shape: str = "standard") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for q in b.symbol_queries(shape):
@@ -556,6 +569,7 @@ async def editor_session(
         with b.RssSampler(s.pid, 0.1) as rss:
             if full:
                 out["engram/search"] = await queries(s, vault, runs)
+                out["engram/query"] = await bases(s, runs)
                 out["workspace/symbol"] = await symbols(s, runs, shape)
                 out.update(await completion_and_save(s, vault, runs))
                 out["link completion"] = await link_completion(s, vault, runs)
@@ -622,7 +636,11 @@ async def search_rounds(
             s = Session(vault, index, "visual-studio-code", code)
             try:
                 await s.start()
-                out["rounds"][name].append(await queries(s, vault, repeat, settle_s))
+                row = await queries(s, vault, repeat, settle_s)
+                if code is None:  # engram/query: this tree's (a baseline may not have it)
+                    bases_rows = await bases(s, repeat, settle_s)
+                    row.update({f"engram/query {k}": v for k, v in bases_rows.items()})
+                out["rounds"][name].append(row)
             finally:
                 await s.stop()
     out["load_avg"] = os.getloadavg()

@@ -228,6 +228,35 @@ def query_mix() -> list[tuple[str, dict[str, Any], dict[str, Any] | None]]:
         ("where or", {"where": {"or": ["rating >= 4.5", {"not": "status exists"}]}}, None),
         ("where+tag+date", {"where": ["due exists"], "tags": [topic], **year}, None),
         ("where+text", {"query": word, "where": ["priority >= 4"]}, None),
+        ("nested tag", {"tags": ["area"]}, None),
+        ("nested tag exact", {"tags": ["=area/engineering"]}, None),
+        ("nested tag+where", {"tags": ["area/engineering"], "where": ["status = doing"]}, None),
+    ]
+
+
+def base_mix() -> list[tuple[str, str]]:
+    """(name, the text of a base) of the ``engram/query`` kinds: a view with three conditions
+    and a sort (answered by the conditions' bitmaps, read in the sort key's index order), one
+    whose filter is a formula over a property (evaluated over the index's values of the notes
+    the others pass), and one grouped with a summary."""
+    topic = g.COMMON_TOPICS[0]
+    view = "views:\n  - name: v\n    order: [file.name, status, priority, due]\n    limit: 50\n"
+    return [
+        (
+            "base 3 conditions+sort",
+            f"filters:\n  and:\n    - 'status == \"doing\"'\n    - 'priority >= 3'\n"
+            f"    - 'file.hasTag(\"{topic}\")'\n{view}"
+            "    sort: [{property: due, direction: ASC}]\n",
+        ),
+        (
+            "base formula filter",
+            f"filters: 'file.hasTag(\"{g.COMMON_TOPICS[2]}\") && rating * 2 > 8'\n{view}",
+        ),
+        (
+            "base groupBy+summary",
+            f'filters: \'file.hasTag("{g.RARE_TOPICS[0]}") || priority == "high"\'\n{view}'
+            "    groupBy: {property: status, direction: ASC}\n    summaries: {priority: Average}\n",
+        ),
     ]
 
 

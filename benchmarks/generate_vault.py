@@ -393,6 +393,10 @@ def _frontmatter(
     return "\n".join(lines) + "\n\n"
 
 
+NESTED_TOPICS = ("area/engineering", "area/engineering/frontend", "area/ops", "area/research")
+"""Nested topics, one of them on about 20 % of notes (drawn from their own random stream);
+``area`` itself is on no note: a parent only through the topics nested under it."""
+
 STATUSES = ("todo", "doing", "done", "blocked", "someday")
 """Values of the ``status`` property, most used first (about 40, 25, 20, 10, 5 %)."""
 _STATUS_CUM = (40, 65, 85, 95, 100)
@@ -463,6 +467,7 @@ def _generate(
         (out_dir / folder).mkdir(parents=True, exist_ok=True)
 
     stats = dict.fromkeys(_MESSY_KINDS, 0)
+    nested = Random(f"nested-{seed}")
     total_bytes = 0
     for i in range(notes):
         carrier = any(_carries(i, k, 500) for k in range(len(RARE_TOPICS)))
@@ -480,6 +485,8 @@ def _generate(
         for k, rare in enumerate(RARE_TOPICS):
             if _carries(i, k, 500):
                 topics.append(rare)
+        if nested.random() < 0.2:
+            topics.append(nested.choice(NESTED_TOPICS))
 
         # Body words: one Zipf draw per note, then cut into sentences and paragraphs.
         words = rng.choices(_VOCAB, cum_weights=_VOCAB_CUM, k=rng.randint(175, 220))

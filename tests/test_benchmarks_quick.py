@@ -41,7 +41,11 @@ QUERIES = [
     "where or",
     "where+tag+date",
     "where+text",
+    "nested tag",
+    "nested tag exact",
+    "nested tag+where",
 ]
+BASES = ["base 3 conditions+sort", "base formula filter", "base groupBy+summary"]
 WITH_RG = [
     "text rare",
     "text common",
@@ -108,6 +112,10 @@ def test_quick_benchmark_reports_every_metric(tmp_path: Path) -> None:
 
     vs = lsp["vscode"]
     assert sorted(vs["engram/search"]) == sorted(QUERIES)
+    assert sorted(vs["engram/query"]) == sorted(BASES)
+    for row in vs["engram/query"].values():
+        percentiles(row)
+        assert row["total"] >= 1 and row["rows"] >= 1, row
     for name, row in vs["engram/search"].items():
         percentiles(row)
         # literal and regex with no filter scan every file (the trigram index is off by default)

@@ -37,6 +37,7 @@ async def test_tools_are_listed_read_only(tags_engram: Engram) -> None:
             "read_note",
             "list_topics",
             "related_notes",
+            "query_notes",
             "index_status",
         }
         for tool in tools.values():
