@@ -101,20 +101,22 @@ def run_view(
     keys = [*([view.group_by] if view.group_by else []), *view.sort]
     limit = min(view.limit if view.limit is not None else MAX_ROWS, MAX_ROWS)
     reader = _Reader(conn, base.formulas, now, check)
-    ids: list[int]
-    if compiled.rest:
-        names = set().union(*(filter_names(f) for f in compiled.rest))
-        rows = reader.rows(notes.ids(), names)
-        ids = [i for i, r in rows.items() if all(passes(f, r) for f in compiled.rest)]
-        total = len(ids)
-        ids = reader.ordered(ids, keys)[:limit]
-    else:
-        total = notes.count
-        fast = _streamed(conn, notes, keys, limit, check)
-        ids = fast if fast is not None else reader.ordered(notes.ids(), keys)[:limit]
     columns = list(view.order) or ["file.name"]
-    wanted = set(columns) | {k for k, _ in keys}
-    page = reader.rows(ids, wanted)
+    wanted = set(columns) | {k for k, _ in keys} | {"file.path"}
+    ids: list[int]
+    fast = None if compiled.rest else _streamed(conn, notes, keys, limit, check)
+    if fast is not None:
+        total, ids = notes.count, fast
+        page = reader.rows(ids, wanted)
+    else:
+        ids = notes.ids()
+        if compiled.rest:
+            names = set().union(*(filter_names(f) for f in compiled.rest))
+            rows = reader.rows(ids, names, paths=False)
+            ids = [i for i, r in rows.items() if all(passes(f, r) for f in compiled.rest)]
+        total = len(ids)
+        page = reader.rows(ids, wanted)  # every passing note's, read once: sorted here
+        ids = _ordered(ids, keys, page)[:limit]
     out_rows = []
     for i in ids:
         row = page[i]
@@ -155,17 +157,27 @@ class _Reader:
         self.now = now
         self.check = check
 
-    def rows(self, ids: Sequence[int], names: Iterable[str]) -> dict[int, Row]:
-        """A row of each note with the properties ``names`` (and those their formulas read)."""
+    def rows(
+        self, ids: Sequence[int], names: Iterable[str], *, paths: bool = True
+    ) -> dict[int, Row]:
+        """A row of each note with the properties ``names`` (and those their formulas read);
+        its file properties (its path at least) only with ``paths`` or when ``names`` has one."""
         props, files = self._needed(set(names))
         out: dict[int, Row] = {}
         for start in range(0, len(ids), _CHUNK):
             self.check()
-            chunk = json.dumps(list(ids[start : start + _CHUNK]))
-            for i, path, size, mtime in self.conn.execute(
-                "SELECT n.id, n.path, n.size, n.mtime_ns FROM json_each(?) j"
-                " JOIN notes n ON n.id = j.value",
-                (chunk,),
+            part = ids[start : start + _CHUNK]
+            chunk = json.dumps(list(part))
+            if not paths and not files:
+                out.update((i, Row({}, {}, self.formulas, self.now)) for i in part)
+            for i, path, size, mtime in (
+                ()
+                if not paths and not files
+                else self.conn.execute(
+                    "SELECT n.id, n.path, n.size, n.mtime_ns FROM json_each(?) j CROSS"
+                    " JOIN notes n ON n.id = j.value",
+                    (chunk,),
+                )
             ):
                 info: dict[str, Any] = {}
                 for name in files - _LISTED:
@@ -177,14 +189,14 @@ class _Reader:
                 self._props(chunk, sorted(props), out)
             if "file.tags" in files:
                 for i, key in self.conn.execute(
-                    "SELECT nt.note_id, t.key FROM json_each(?) j JOIN note_topics nt"
+                    "SELECT nt.note_id, t.key FROM json_each(?) j CROSS JOIN note_topics nt"
                     " ON nt.note_id = j.value JOIN topics t ON t.id = nt.topic_id",
                     (chunk,),
                 ):
                     out[i].files.setdefault("file.tags", []).append(key)
             if "file.links" in files:
                 for i, key in self.conn.execute(
-                    "SELECT l.note_id, l.key FROM json_each(?) j"
+                    "SELECT l.note_id, l.key FROM json_each(?) j CROSS"
                     " JOIN links l ON l.note_id = j.value",
                     (chunk,),
                 ):
@@ -212,7 +224,7 @@ class _Reader:
     def _props(self, chunk: str, names: list[str], out: dict[int, Row]) -> None:
         found: dict[tuple[int, str], list[tuple[Any, int]]] = {}
         for i, key, kind, value, item in self.conn.execute(
-            "SELECT p.note_id, p.key, p.kind, p.value, p.item FROM json_each(?) j"
+            "SELECT p.note_id, p.key, p.kind, p.value, p.item FROM json_each(?) j CROSS"
             " JOIN props p ON p.note_id = j.value"
             f" WHERE p.key IN ({','.join('?' * len(names))})",
             (chunk, *names),
@@ -227,13 +239,13 @@ class _Reader:
                     [v for v, _ in values] if any(it for _, it in values) else values[0][0]
                 )
 
-    def ordered(self, ids: list[int], keys: Sequence[tuple[str, bool]]) -> list[int]:
-        """``ids`` in the order of ``keys`` (by path without any; ties by path)."""
-        rows = self.rows(ids, {k for k, _ in keys} | {"file.path"})
-        order = sorted(ids, key=lambda i: rows[i].files["file.path"])
-        for name, desc in reversed(keys):
-            order.sort(key=lambda i: _sort_key(rows[i].get(name), desc))
-        return order
+
+def _ordered(ids: list[int], keys: Sequence[tuple[str, bool]], rows: dict[int, Row]) -> list[int]:
+    """``ids`` in the order of ``keys`` (by path without any; ties by path)."""
+    order = sorted(ids, key=lambda i: rows[i].files["file.path"])
+    for name, desc in reversed(keys):
+        order.sort(key=lambda i: _sort_key(rows[i].get(name), desc))
+    return order
 
 
 def _value(kind: str, value: Any) -> Any:
