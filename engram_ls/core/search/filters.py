@@ -14,7 +14,11 @@ from typing import Any
 from engram_ls.core.index.rows import folder_range
 from engram_ls.core.index.snapshot_cache import Memo
 from engram_ls.core.search.plan import Plan, TopicKey
+from engram_ls.core.search.where import All, AnyOf, condition
 from engram_ls.core.search.where_bits import LISTED, NEWEST_FIRST, NoteBits, evaluate
+
+NESTED_AS_WHERE = 32
+"""A topic with up to this many nested under it is filtered as their united bitmaps."""
 
 LAST_DAY = "9999-12-31"
 FIRST_DAY = "0000-01-01"
@@ -170,14 +174,18 @@ def resolve(
     conditions' bitmaps kept in ``where_sets`` for the index state); None when they can match
     nothing."""
 
+    keys: dict[int, str] = {}
+
     def ids(t: TopicKey) -> list[tuple[int, int]]:
         """(id, notes) of the topic and, unless exact, of those nested under it."""
-        sql = "SELECT id, notes FROM topics WHERE key = ?"
+        sql = "SELECT id, notes, key FROM topics WHERE key = ?"
         params = [t.key]
         if not t.exact:
             sql += " OR (key >= ? AND key < ?)"
             params += list(folder_range(t.key))  # key/...: the same bounds as a folder's
-        return [(int(i), int(n)) for i, n in conn.execute(sql, params)]
+        found = [(int(i), int(n), str(k)) for i, n, k in conn.execute(sql, params)]
+        keys.update((i, k) for i, _, k in found)
+        return [(i, n) for i, n, _ in found]
 
     inc = [ids(t) for t in plan.include]
     exc = [found for t in plan.exclude for found in ids(t)]
@@ -190,14 +198,27 @@ def resolve(
             return None
         # The group of the fewest notes drives; one topic drives from its own rows.
         groups.sort(key=lambda g: sum(n for _, n in g))
+        tree = plan.where
         if len(groups[0]) == 1:
             driver = groups[0][0][0]
+        elif (
+            not plan.tags_all
+            and len(groups[0]) <= NESTED_AS_WHERE
+            and all(len(keys[i]) < 500 for i, _ in groups[0])
+        ):
+            # A topic and those nested under it: their notes' bitmaps, united (kept for the
+            # index state, and paged from the notes in date order) instead of grouping their
+            # note_topics rows by note on each search.
+            group = AnyOf(tuple(condition("file.tags", "=", keys[i]) for i, _ in groups[0]))
+            tree = group if tree is None else All((tree, group))
         else:
             any_ids = [i for i, _ in groups[0]]
         others = [[i for i, _ in g] for g in groups[1:]]
+    else:
+        tree = plan.where
     where = None
-    if plan.where is not None:
-        where = evaluate(conn, plan.where, where_sets)
+    if tree is not None:
+        where = evaluate(conn, tree, where_sets)
         if not where.bits:
             return None
     has_dates = plan.date_from is not None or plan.date_to is not None
