@@ -9,31 +9,23 @@ from __future__ import annotations
 
 import argparse
 import csv
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from engram_ls.core.errors import IndexUnavailable
-from engram_ls.core.service import Engram
-from engram_ls.core.vault import choose_vault_root, find_vault_root
+from engram_ls.core.vault import find_vault_root
 
 
 def cmd_query(args: argparse.Namespace) -> int:
-    from engram_ls.cli import EXIT_OK, _err, _print_json, _sync
+    from engram_ls.cli import EXIT_OK, _open, _print_json, _sync
 
-    vault = args.vault
-    if not vault and args.file != "-":
+    if not args.vault and not os.environ.get("ENGRAM_VAULT") and args.file != "-":
+        # the vault the file is in
         found = find_vault_root(Path(args.file).absolute().parent)
-        vault = str(found) if found is not None else None
-    root = choose_vault_root(vault)
-    index_path = Path(args.index).expanduser() if args.index else None
-    engram = Engram(root, index_path=index_path, read_only=args.no_sync)
-    for warning in engram.config_warnings:
-        _err(f"warning: {warning}")
-    engram.open()
+        args.vault = str(found) if found is not None else None
+    engram = _open(args, read_only=args.no_sync, scans=False)
     try:
-        if engram.unavailable:
-            raise IndexUnavailable(f"{engram.unavailable}; a base is answered from the index")
         if not args.no_sync:
             _sync(engram)
         if args.file == "-":

@@ -58,3 +58,19 @@ def test_query_a_block_stdin_and_errors(vault_copy: Callable[[str], Path]) -> No
     assert proc.returncode == 2 and proc.stdout == ""
     assert "'this' (the base file itself) is not supported (line 4, column 28)" in proc.stderr
     assert "ENGRAM_INVALID_REQUEST" in proc.stderr
+
+
+def test_query_takes_the_vault_from_the_environment_before_the_file(
+    vault_copy: Callable[[str], Path],
+) -> None:
+    """As every command: --vault, else $ENGRAM_VAULT, else the vault the file is in."""
+    example, bases = vault_copy("example"), vault_copy("bases")
+    (bases / ".engram").mkdir(exist_ok=True)
+    proc = engram_in_process(
+        "query", str(bases / "projects.base"), "--json", env={"ENGRAM_VAULT": str(example)}
+    )
+    assert proc.returncode == 2 and "ENGRAM_OUTSIDE_VAULT" in proc.stderr
+    proc = engram_in_process(
+        "query", str(bases / "projects.base"), "--json", env={"ENGRAM_VAULT": None}
+    )
+    assert proc.returncode == 0 and json.loads(proc.stdout)["total"] == 3

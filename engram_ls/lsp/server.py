@@ -144,6 +144,24 @@ class EngramLanguageServer(LanguageServer):
         path = convert.uri_to_path(uri)
         return self.vaults.for_path(path, resolved) if path is not None else None
 
+    def request_vault(self, uri: str | None) -> tuple[VaultSession, str]:
+        """The vault a request names by ``uri`` (and the path in it), else the first one;
+        ``-32602`` (``ENGRAM_OUTSIDE_VAULT``, ``ENGRAM_NOT_FOUND``) when there is none."""
+        if uri is not None:
+            found = self.vault_for_uri(uri)
+            if found is None:
+                raise JsonRpcInvalidParams(
+                    message=f"{uri} is in no workspace folder",
+                    data={"code": "ENGRAM_OUTSIDE_VAULT"},
+                )
+            return found
+        first = next(iter(self.vaults), None)
+        if first is None:
+            raise JsonRpcInvalidParams(
+                message="no workspace folder is open", data={"code": "ENGRAM_NOT_FOUND"}
+            )
+        return first, ""
+
     def supports(self, *names: str) -> bool:
         """Whether the client declared a nested capability, e.g. ``supports("window",
         "work_done_progress")``."""

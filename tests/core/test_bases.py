@@ -250,6 +250,19 @@ def test_base_blocks_in_a_note(bases: Engram) -> None:
         bases.query(path="dashboard.md", block=3)
 
 
+def test_a_buffer_runs_as_the_file_it_is_named_by(bases: Engram) -> None:
+    """An editor's unsaved text of a note: its blocks, with the note's path in the answer and
+    in an error; the file on disk is not read."""
+    note = (bases.vault.root / "dashboard.md").read_text("utf-8")
+    edited = note.replace('status != "done"', 'status == "done"')
+    out = bases.query(path="dashboard.md", text=edited)
+    assert out["base"] == "dashboard.md"
+    assert [r["path"] for r in out["rows"]] == ["projects/beta.md"]
+    with pytest.raises(InvalidRequest) as info:
+        bases.query(path="dashboard.md", text=edited.replace("filters:", "filterz:"))
+    assert info.value.data["path"] == "dashboard.md" and info.value.data["line"] == 8
+
+
 def test_a_path_outside_the_vault_or_missing_is_refused(bases: Engram, tmp_path: Path) -> None:
     outside = tmp_path / "outside.base"
     outside.write_text("views: [{name: x}]\n", "utf-8")

@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from engram_ls.core.search.where import FILE_PROPS
+
 MAX_EXPRESSION_CHARS = 4000
 MAX_NESTING = 64
 
@@ -116,9 +118,7 @@ Expr = Lit | Prop | Call | Method | Field | Index | Unary | Binary
 
 GLOBALS = frozenset({"date", "duration", "now", "today", "if", "min", "max", "number", "list"})
 FILE_FUNCTIONS = frozenset({"hasTag", "inFolder", "hasLink", "hasProperty"})
-FILE_FIELDS = frozenset(
-    {"name", "basename", "path", "folder", "ext", "size", "mtime", "tags", "links"}
-)
+FILE_FIELDS = frozenset(name.removeprefix("file.") for name in FILE_PROPS)
 UNSUPPORTED_GLOBALS = frozenset({"link", "file", "image", "icon", "html", "escapeHTML"})
 
 _TOKEN_RE = re.compile(

@@ -20,14 +20,21 @@ from typing import Any
 from engram_ls.core.bases.expr import Binary, Call, Expr, Method, Prop, Unary, references
 from engram_ls.core.bases.spec import Filter, Group, Where
 from engram_ls.core.bases.values import Row, evaluate, truthy
-from engram_ls.core.search.where import All, AnyOf, Node, Not, WhereError, condition
+from engram_ls.core.properties import iso_date
+from engram_ls.core.search.where import (
+    FILE_PROPS,
+    FOLDED,
+    All,
+    AnyOf,
+    Node,
+    Not,
+    WhereError,
+    condition,
+)
 
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
 _OPS = {"==": "=", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
-_FILE_SCALARS = frozenset(
-    {"file.name", "file.basename", "file.path", "file.folder", "file.ext", "file.size",
-     "file.mtime"}
-)  # fmt: skip
+_FILE_SCALARS = frozenset(FILE_PROPS) - FOLDED
 _NONE = object()
 
 
@@ -213,7 +220,7 @@ def _method(e: Method, now: dt.datetime) -> Node | None:
         value = _constant(a, now)
         if value is _NONE or value is None or isinstance(value, list):
             return None
-        if not isinstance(value, str) or condition("x", "=", value).kind != "text":
+        if not isinstance(value, str) or iso_date(value) is not None:
             # where's contains of a number is also a single value equal to it, and text in
             # date form is a date to where: neither is a Bases contains
             return None

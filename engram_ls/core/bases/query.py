@@ -33,12 +33,12 @@ def read_base(
     engram: Engram, *, path: str | None = None, text: str | None = None, block: int | None = None
 ) -> tuple[Base, str | None]:
     """The base of a vault path or of text (``.base`` content, or a note with a ```` ```base ````
-    block), and the vault path it came from."""
-    if (path is None) == (text is None):
-        raise InvalidRequest("give a base as a path in the vault or as text, one of them")
-    rel = None
-    if path is not None:
-        rel = engram.vault.rel(path)
+    block), and the vault path it came from. With both, ``text`` is the content of ``path``
+    (an editor's buffer of it): the path names the base and says whether it is a note."""
+    if path is None and text is None:
+        raise InvalidRequest("give a base as a path in the vault or as text")
+    rel = engram.vault.rel(path) if path is not None else None
+    if rel is not None and text is None:
         try:
             data, _ = engram.vault.read(rel, MAX_BASE_BYTES + 1)
         except FileNotFoundError:

@@ -29,10 +29,10 @@ from typing import Any
 from engram_ls.core.bases.expr import BaseError, Expr, references
 from engram_ls.core.bases.plan import compile_filters, filter_names, passes
 from engram_ls.core.bases.spec import Base, View
-from engram_ls.core.bases.values import Duration, Row, to_text, type_name
+from engram_ls.core.bases.values import Duration, Row, moment, to_text, type_name
 from engram_ls.core.index.snapshot_cache import Memo
 from engram_ls.core.properties import CODES
-from engram_ls.core.search.where import condition, file_value
+from engram_ls.core.search.where import FOLDED, condition, file_value
 from engram_ls.core.search.where_bits import NoteBits
 from engram_ls.core.search.where_bits import evaluate as where_notes
 from engram_ls.core.search.where_sql import register as register_where
@@ -44,7 +44,6 @@ _SMALL = 2000
 """Notes passing a view up to which they are sorted here rather than read in index order."""
 _CHECK_EVERY = 2048
 _KIND_RANK = {"bool": 0, "date": 1, "number": 2, "string": 3}
-_LISTED = frozenset({"file.tags", "file.links"})
 _KINDS = {code: kind for kind, code in CODES.items()}
 
 
@@ -115,8 +114,12 @@ def run_view(
             rows = reader.rows(ids, names, paths=False)
             ids = [i for i, r in rows.items() if all(passes(f, r) for f in compiled.rest)]
         total = len(ids)
-        page = reader.rows(ids, wanted)  # every passing note's, read once: sorted here
-        ids = _ordered(ids, keys, page)[:limit]
+        # Sorted here: the sort values of every passing note, then the columns of the page
+        # (read with them when every passing note is on it).
+        whole = len(ids) <= limit
+        rows = reader.rows(ids, wanted if whole else {k for k, _ in keys} | {"file.path"})
+        ids = _ordered(ids, keys, rows)[:limit]
+        page = rows if whole else reader.rows(ids, wanted)
     out_rows = []
     for i in ids:
         row = page[i]
@@ -180,7 +183,7 @@ class _Reader:
                 )
             ):
                 info: dict[str, Any] = {}
-                for name in files - _LISTED:
+                for name in files - FOLDED:
                     value = file_value(name, path, size, mtime)
                     info[name] = dt.datetime.fromisoformat(value) if name == "file.mtime" else value  # type: ignore[arg-type]
                 info["file.path"] = path
@@ -267,8 +270,8 @@ def _sort_key(value: Any, desc: bool) -> tuple[int, Any]:
     if value is None or value == "" or isinstance(value, Duration):
         return (9, 0)
     rank = _KIND_RANK.get(type_name(value), 8)
-    if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
-        value = dt.datetime.combine(value, dt.time())
+    if isinstance(value, dt.date):
+        value = moment(value)
     if isinstance(value, bool):
         value = int(value)
     if not desc:
@@ -366,11 +369,7 @@ def summary(name: str, values: list[Any]) -> Any:
     """A built-in summary of a column's values in the rows shown."""
     filled = [v for v in values if v is not None and v != "" and v != []]
     numbers = [v for v in filled if type_name(v) == "number"]
-    dates = [
-        v if isinstance(v, dt.datetime) else dt.datetime.combine(v, dt.time())
-        for v in filled
-        if type_name(v) == "date"
-    ]
+    dates = [moment(v) for v in filled if type_name(v) == "date"]
     if name == "Empty":
         return len(values) - len(filled)
     if name == "Filled":

@@ -22,6 +22,7 @@ import yaml
 from engram_ls.core.bases.expr import BaseError, Expr, parse, references
 from engram_ls.core.bases.values import check
 from engram_ls.core.frontmatter import SafeYamlLoader
+from engram_ls.core.search.where import FILE_PROPS
 
 MAX_BASE_BYTES = 1024 * 1024
 MAX_NODES = 20_000
@@ -78,6 +79,10 @@ class Base:
     formulas: dict[str, Expr]
     display: dict[str, str]
     views: tuple[View, ...]
+
+
+_EVERY_NOTE = View("", "table", None, (), (), None, None)
+"""The view of a base that has none: every note, by path, its name as the one column."""
 
 
 class _Source:
@@ -162,7 +167,7 @@ def load_base(text: str, first_line: int = 0) -> Base:
         raise BaseError(f"a base is larger than {MAX_BASE_BYTES} bytes")
     src = _Source(text, first_line)
     if src.root is None:
-        return Base(None, {}, {}, (View("", "table", None, (), (), None, None),))
+        return Base(None, {}, {}, (_EVERY_NOTE,))
     filters: Filter | None = None
     formulas: dict[str, Expr] = {}
     display: dict[str, str] = {}
@@ -192,7 +197,7 @@ def load_base(text: str, first_line: int = 0) -> Base:
                            "properties, summaries, views)", construct=key)  # fmt: skip
     views = _views(src, views_node, formulas, custom) if views_node is not None else ()
     if not views:
-        views = (View("", "table", None, (), (), None, None),)
+        views = (_EVERY_NOTE,)
     return Base(filters, formulas, display, views)
 
 
@@ -275,7 +280,7 @@ def _property(src: _Source, node: yaml.Node, at: str, formulas: dict[str, Expr])
     name = _column(src.text(node, at))
     if name.startswith("formula.") and name[8:] not in formulas:
         raise src.fail(node, at, f"unknown formula {name[8:]!r}", construct=name)
-    if name.startswith("file.") and name not in _FILE_COLUMNS:
+    if name.startswith("file.") and name not in FILE_PROPS:
         raise src.fail(node, at, f"the file property {name} is not supported", construct=name)
     return name
 
@@ -297,11 +302,6 @@ def _sort_key(
             raise src.fail(settings["direction"], f"{at}.direction", "direction is ASC or DESC")
     return prop, direction == "DESC"
 
-
-_FILE_COLUMNS = frozenset(
-    {"file.name", "file.basename", "file.path", "file.folder", "file.ext", "file.size",
-     "file.mtime", "file.tags", "file.links"}
-)  # fmt: skip
 
 _FENCE_RE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})[ \t]*base[ \t]*$")
 

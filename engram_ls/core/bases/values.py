@@ -94,7 +94,7 @@ def as_date(value: Any) -> dt.date | None:
     return None
 
 
-def _moment(value: dt.date) -> dt.datetime:
+def moment(value: dt.date) -> dt.datetime:
     return value if isinstance(value, dt.datetime) else dt.datetime.combine(value, dt.time())
 
 
@@ -113,7 +113,7 @@ def shift(day: dt.date, d: Duration, sign: int) -> dt.date | None:
         out = _add_months(day, sign * d.months) if d.months else day
         if d.delta:
             if isinstance(out, dt.datetime) or d.delta % dt.timedelta(days=1):
-                out = _moment(out) + sign * d.delta
+                out = moment(out) + sign * d.delta
             else:
                 out = out + sign * d.delta
         return out
@@ -162,7 +162,7 @@ def equal(a: Any, b: Any) -> bool:
     if ta != tb:
         return False
     if ta == "date":
-        return _moment(a) == _moment(b)
+        return moment(a) == moment(b)
     return bool(a == b)
 
 
@@ -172,7 +172,7 @@ def _order(op: str, a: Any, b: Any) -> bool:
     if ta != tb or ta not in ("number", "string", "date"):
         return False
     if ta == "date":
-        a, b = _moment(a), _moment(b)
+        a, b = moment(a), moment(b)
     if op == "<":
         return bool(a < b)
     if op == "<=":
@@ -210,7 +210,7 @@ def _arith(op: str, a: Any, b: Any) -> Any:
             if isinstance(b, Duration):
                 return shift(a, b, 1 if op == "+" else -1)
             if op == "-" and isinstance(b, dt.date):
-                return (_moment(a) - _moment(b)).total_seconds() * 1000
+                return (moment(a) - moment(b)).total_seconds() * 1000
             if isinstance(b, int | float) and not isinstance(b, bool):
                 return shift(a, Duration(0, dt.timedelta(milliseconds=b)), 1 if op == "+" else -1)
             return None
@@ -400,7 +400,7 @@ def _number_of(value: Any) -> Any:
         except ValueError:
             return None
     if isinstance(value, dt.date):
-        return _moment(value).timestamp() * 1000
+        return moment(value).timestamp() * 1000
     return None
 
 
@@ -446,13 +446,13 @@ _MOMENT_RE = re.compile(r"YYYY|YY|MM|M|DD|D|HH|H|mm|ss|\[[^\]]*\]")
 
 
 def _format(value: dt.date, fmt: str) -> str:
-    moment = _moment(value)
+    at = moment(value)
     parts = {
-        "YYYY": f"{moment.year:04d}", "YY": f"{moment.year % 100:02d}",
-        "MM": f"{moment.month:02d}", "M": str(moment.month),
-        "DD": f"{moment.day:02d}", "D": str(moment.day),
-        "HH": f"{moment.hour:02d}", "H": str(moment.hour),
-        "mm": f"{moment.minute:02d}", "ss": f"{moment.second:02d}",
+        "YYYY": f"{at.year:04d}", "YY": f"{at.year % 100:02d}",
+        "MM": f"{at.month:02d}", "M": str(at.month),
+        "DD": f"{at.day:02d}", "D": str(at.day),
+        "HH": f"{at.hour:02d}", "H": str(at.hour),
+        "mm": f"{at.minute:02d}", "ss": f"{at.second:02d}",
     }  # fmt: skip
     return _MOMENT_RE.sub(lambda m: m[0][1:-1] if m[0][0] == "[" else parts[m[0]], fmt)
 
@@ -615,6 +615,7 @@ __all__ = [
     "equal",
     "evaluate",
     "folder_matches",
+    "moment",
     "parse_duration",
     "tag_matches",
     "to_text",

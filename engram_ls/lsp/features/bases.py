@@ -21,13 +21,12 @@ from engram_ls.lsp import convert
 
 if TYPE_CHECKING:
     from engram_ls.lsp.server import EngramLanguageServer
-    from engram_ls.lsp.vaults import VaultSession
 
 QUERY = "engram/query"
 
 
-def _bad(message: str, code: str = "ENGRAM_INVALID_REQUEST") -> JsonRpcInvalidParams:
-    return JsonRpcInvalidParams(message=message, data={"code": code})
+def _bad(message: str) -> JsonRpcInvalidParams:
+    return JsonRpcInvalidParams(message=message, data={"code": "ENGRAM_INVALID_REQUEST"})
 
 
 async def query(ls: EngramLanguageServer, params: Any) -> dict[str, Any]:
@@ -46,14 +45,12 @@ async def query(ls: EngramLanguageServer, params: Any) -> dict[str, Any]:
     if block is not None and (not isinstance(block, int) or isinstance(block, bool)):
         raise _bad("block is the number of a ```base block, from 1")
     await ls.ready()
-    vault, rel = _vault(ls, uri)
+    vault, rel = ls.request_vault(uri)
     source: dict[str, Any] = {"text": text} if text is not None else {"path": rel}
     if text is None and uri is not None:
         opened = ls.workspace.text_documents.get(unquote(uri))
-        if opened is not None:  # the buffer, with its unsaved edits
-            source = {"text": opened.source}
-            if rel.lower().endswith(".md") and block is None:
-                block = 1
+        if opened is not None:  # the buffer, with its unsaved edits, named by its path
+            source["text"] = opened.source
     await vault.settled()
     cancel = threading.Event()
     try:
@@ -65,20 +62,6 @@ async def query(ls: EngramLanguageServer, params: Any) -> dict[str, Any]:
         raise
     except EngramError as exc:
         raise convert.to_jsonrpc_error(exc) from None
-    if rel and "base" not in out and text is None:
-        out["base"] = rel
     for row in out["rows"]:
         row["uri"] = vault.engram.vault.uri(row["path"])
     return out
-
-
-def _vault(ls: EngramLanguageServer, uri: str | None) -> tuple[VaultSession, str]:
-    if uri is not None:
-        found = ls.vault_for_uri(uri)
-        if found is None:
-            raise _bad(f"{uri} is in no workspace folder", "ENGRAM_OUTSIDE_VAULT")
-        return found
-    vaults = list(ls.vaults)
-    if not vaults:
-        raise _bad("no workspace folder is open", "ENGRAM_NOT_FOUND")
-    return vaults[0], ""

@@ -30,24 +30,10 @@ RELATED = "engram/related"
 
 def _pick_vault(ls: EngramLanguageServer, params: dict[str, Any]) -> VaultSession:
     uri = params.pop("uri", None)
-    if uri is not None:
-        found = ls.vault_for_uri(str(uri))
-        if found is None:
-            raise JsonRpcInvalidParams(
-                message=f"{uri} is in no workspace folder",
-                data={"code": "ENGRAM_OUTSIDE_VAULT"},
-            )
-        vault, rel = found
-        if rel and "path" not in params and not rel.endswith(".md"):
-            params["path"] = rel
-        return vault
-    vaults = list(ls.vaults)
-    if not vaults:
-        raise JsonRpcInvalidParams(
-            message="no workspace folder is open", data={"code": "ENGRAM_NOT_FOUND"}
-        )
-    first: VaultSession = vaults[0]
-    return first
+    vault, rel = ls.request_vault(None if uri is None else str(uri))
+    if rel and "path" not in params and not rel.endswith(".md"):
+        params["path"] = rel
+    return vault
 
 
 async def search(ls: EngramLanguageServer, params: Any) -> dict[str, Any]:
@@ -99,13 +85,7 @@ async def related(ls: EngramLanguageServer, params: Any) -> dict[str, Any]:
             data={"code": "ENGRAM_INVALID_REQUEST"},
         )
     await ls.ready()
-    found = ls.vault_for_uri(params["uri"])
-    if found is None:
-        raise JsonRpcInvalidParams(
-            message=f"{params['uri']} is in no workspace folder",
-            data={"code": "ENGRAM_OUTSIDE_VAULT"},
-        )
-    vault, rel = found
+    vault, rel = ls.request_vault(params["uri"])
     await vault.settled()
     limit = params.get("limit", 20)
     try:
