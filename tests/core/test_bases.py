@@ -448,3 +448,44 @@ def test_bases_equal_a_brute_force_evaluation_on_a_generated_vault(
     generated: Callable[..., Path], tmp_path: Path
 ) -> None:
     _differential(generated(3000), tmp_path / "gen.sqlite", runs=150, seed=8)
+
+
+def test_hostile_bases_are_refused_with_a_typed_error(bases: Engram, tmp_path: Path) -> None:
+    """A FIFO or a symlink out where a base was, bytes that are not UTF-8, an alias bomb,
+    nesting past the limits: each a typed error, quickly, and the next query still answers."""
+    import os
+
+    root = bases.vault.root
+    os.mkfifo(root / "fifo.base")
+    outside = tmp_path / "secret.base"
+    outside.write_text("views: [{name: secret}]\n", "utf-8")
+    (root / "link.base").symlink_to(outside)
+    (root / "bytes.base").write_bytes(b"filters: '\xff\xfe'\n")
+    bomb = ["filters:", "  and:", '    - &a {or: ["x", "x", "x", "x", "x", "x", "x", "x"]}']
+    for p, c in zip("abcde", "bcdef", strict=True):  # 8**6 filters once the aliases expand
+        bomb.append(f"    - &{c} {{or: [{', '.join(['*' + p] * 8)}]}}")
+    (root / "bomb.base").write_text("\n".join(bomb) + "\n", "utf-8")
+    cases = [
+        ({"path": "fifo.base"}, "ENGRAM_NOT_FOUND"),
+        ({"path": "link.base"}, "ENGRAM_OUTSIDE_VAULT"),
+        ({"path": "bytes.base"}, "ENGRAM_INVALID_REQUEST"),
+        ({"path": "bomb.base"}, "ENGRAM_INVALID_REQUEST"),
+        ({"text": "filters: '" + "(" * 200 + "1" + ")" * 200 + "'"}, "ENGRAM_INVALID_REQUEST"),
+        ({"text": "filters: '" + "!" * 200 + "a'"}, "ENGRAM_INVALID_REQUEST"),
+        ({"text": "filters: '" + "a == 1 && " * 500 + "b'"}, "ENGRAM_INVALID_REQUEST"),
+        ({"text": "filters: " + "{and: [" * 40 + "a" + "]}" * 40}, "ENGRAM_INVALID_REQUEST"),
+        ({"text": "filters: '\"\\q\"'"}, "ENGRAM_INVALID_REQUEST"),
+        ({"text": "views: [{name: v, limit: 99999999999}]"}, "ENGRAM_INVALID_REQUEST"),
+    ]
+    for source, code in cases:
+        with pytest.raises(Exception) as info:
+            bases.query(**source)
+        assert getattr(info.value, "code", None) == code, (source, info.value)
+    with pytest.raises(InvalidRequest, match="more than 20000 YAML values"):
+        bases.query(path="bomb.base")  # counted as expanded, not as written
+    chain = "".join(f"  f{i}: formula.f{i + 1} + 1\n" for i in range(200)) + "  f200: 1\n"
+    with pytest.raises(InvalidRequest, match="more than 32 deep"):
+        bases.query(text=f"formulas:\n{chain}views: [{{name: v, order: [formula.f0]}}]")
+    big = bases.query(text="filters: 'file.name.repeat(1000000000).length > 100000'")
+    assert big["total"] == 0  # repeat is capped at 100,000 characters: no name fills memory
+    assert passing(bases, "'rating >= 4'") == ["reading/Textbook.md", "reading/book-one.md"]

@@ -161,7 +161,36 @@ def parse(text: str) -> Expr:
     kind, value, at = parser.peek()
     if kind != "end":
         raise BaseError(f"unexpected {value!r} after the expression", offset=at)
+    if _depth(expr) > MAX_NESTING:  # a long chain (a && b && ...) is as deep as it is long
+        raise BaseError(f"an expression nested deeper than {MAX_NESTING} levels")
     return expr
+
+
+def _depth(expr: Expr) -> int:
+    """How deep the tree is (without recursing: evaluating it recurses once a level)."""
+    deepest = 0
+    todo: list[tuple[Expr, int]] = [(expr, 1)]
+    while todo:
+        node, depth = todo.pop()
+        deepest = max(deepest, depth)
+        todo.extend((child, depth + 1) for child in _children(node))
+    return deepest
+
+
+def _children(node: Expr) -> tuple[Expr, ...]:
+    if isinstance(node, Call):
+        return node.args
+    if isinstance(node, Method):
+        return (node.target, *node.args)
+    if isinstance(node, Field):
+        return (node.target,)
+    if isinstance(node, Index):
+        return (node.target, node.key)
+    if isinstance(node, Unary):
+        return (node.operand,)
+    if isinstance(node, Binary):
+        return (node.left, node.right)
+    return ()
 
 
 def _tokens(text: str) -> list[tuple[str, str, int]]:
@@ -235,6 +264,8 @@ class _Parser:
     def unary(self, depth: int) -> Expr:
         kind, op, at = self.peek()
         if kind == "op" and op in ("!", "-"):
+            if depth > MAX_NESTING:
+                raise BaseError(f"nested deeper than {MAX_NESTING} levels", offset=at)
             self.take()
             return Unary(op, self.unary(depth + 1), at)
         return self.postfix(self.primary(depth), depth)

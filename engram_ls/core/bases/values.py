@@ -41,6 +41,7 @@ from engram_ls.core.properties import iso_date
 
 MAX_LIST = 10_000
 MAX_TEXT = 100_000
+MAX_FORMULA_DEPTH = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,6 +280,8 @@ class Row:
         expr = self.formulas.get(name)
         if expr is None:
             raise BaseError(f"unknown formula {name!r}", construct=f"formula.{name}")
+        if len(self._computing) >= MAX_FORMULA_DEPTH:
+            raise BaseError(f"formulas refer to formulas more than {MAX_FORMULA_DEPTH} deep")
         self._computing.add(name)
         try:
             value = evaluate(expr, self)
