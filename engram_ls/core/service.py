@@ -32,9 +32,10 @@ from engram_ls.core.errors import (
 )
 from engram_ls.core.git import GitRevision
 from engram_ls.core.health import IndexHealth, Reading
-from engram_ls.core.index import db
+from engram_ls.core.index import db, prop_stats
 from engram_ls.core.index import symbols as sym
 from engram_ls.core.index.links import NameMatch
+from engram_ls.core.index.prop_stats import PropertyCount, ValueCount
 from engram_ls.core.index.store import Index, IndexStatus
 from engram_ls.core.index.symbol_match import TOPIC_READ_BYTES, SymbolHit, topic_line
 from engram_ls.core.librarian import add_topics_to_file
@@ -389,6 +390,21 @@ class Engram:
         found.sort(key=lambda t: (-t.nested, -t.notes, t.name.casefold()))
         return found[:limit]
 
+    def properties(self, prefix: str = "", limit: int = 100) -> list[PropertyCount]:
+        """The vault's frontmatter properties whose name starts with ``prefix`` (any case),
+        most used first, with their note counts by kind; from the index only."""
+        if limit < 1 or limit > 10_000:
+            raise InvalidRequest("limit must be between 1 and 10000")
+        _text("prefix", prefix)
+        key = prefix.strip().casefold()
+        return self._links(lambda conn, _v: prop_stats.names(conn, key, limit), what="properties")
+
+    def property_values(self, name: str) -> tuple[PropertyCount | None, list[ValueCount] | None]:
+        """A property's counts and values (``prop_stats.about``); from the index only."""
+        _text("name", name)
+        key = name.strip().casefold()
+        return self._links(lambda conn, _v: prop_stats.about(conn, key), what="properties")
+
     def write_note(self, path: str, content: str, *, overwrite: bool = False) -> Indexed:
         """Write a note (atomically) and index it before returning.
 
@@ -514,13 +530,14 @@ class Engram:
 
     # -- links -----------------------------------------------------------------------------
 
-    def _links(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run a ``core.navigation`` function on the index (a read transaction). Links are
-        answered by the index only: while it cannot answer, IndexUnavailable."""
+    def _links(self, fn: Callable[..., T], *args: Any, what: str = "links") -> T:
+        """Run a ``core.navigation`` function on the index (a read transaction). Links (and
+        property counts) are answered by the index only: while it cannot answer,
+        IndexUnavailable."""
         with self.health.reading() as r:
             if r.servable:
                 return fn(r.conn, self.vault, *args)
-        raise r.unavailable("links need a built index")
+        raise r.unavailable(f"{what} need a built index")
 
     def read_text(self, rel: str) -> str | None:
         """A note's text from disk (None when unreadable or not UTF-8)."""

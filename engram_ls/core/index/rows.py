@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
+from engram_ls.core.index import prop_stats
 from engram_ls.core.index.schema import NO_DATE
 from engram_ls.core.index.symbol_match import char_mask, name_keys
 from engram_ls.core.index.trigram import TABLES
@@ -195,6 +196,7 @@ class Batch:
         self._recount = False
         self._state: State | None = None
         self._meta: dict[str, Any] = {}
+        self._prop_delta: prop_stats.Delta = prop_stats.Delta()
 
     # notes ------------------------------------------------------------------------------
 
@@ -286,6 +288,7 @@ class Batch:
         elif rows.trigram:
             out.tri.append((note_id, rows.trigram))
         out.props.extend((key, kind, value, note_id, item) for key, kind, value, item in rows.props)
+        self._prop_delta.update(prop_stats.note_pairs(rows.props))
 
     def _write_children(self, rows: _ChildRows) -> None:
         rows.names.sort()  # in key order: fewer pages touched in a large batch
@@ -320,6 +323,7 @@ class Batch:
         c.execute("DELETE FROM notes_fts WHERE rowid = ?", (note_id,))
         c.execute("DELETE FROM notes_tri WHERE rowid = ?", (note_id,))
         c.execute("DELETE FROM tri_unindexed WHERE note_id = ?", (note_id,))
+        self._prop_delta.subtract(prop_stats.stored_pairs(c, note_id))
         c.execute("DELETE FROM props WHERE note_id = ?", (note_id,))
 
     def clear(self) -> None:
@@ -333,6 +337,7 @@ class Batch:
             "links",
             "aliases",
             "props",
+            "prop_stats",
             "notes_fts",
             *TABLES,
             "embedded",
@@ -345,6 +350,7 @@ class Batch:
         c.execute("UPDATE chunks SET note_id = 0 WHERE note_id != 0")
         self._topic_ids.clear()
         self._touched_topics.clear()
+        self._prop_delta.clear()
         self._recount = True
         self.changed += 1
 
@@ -498,6 +504,8 @@ class Batch:
     def finish(self) -> None:
         c = self.conn
         self._refresh_topics()
+        prop_stats.apply(c, self._prop_delta)
+        self._prop_delta.clear()
         meta = dict(self._meta)
         if self._state is not None:
             meta["state"] = self._state

@@ -39,13 +39,15 @@ Layout:
   case-folded name, its kind's letter (``properties.CODES``), the value (text, number, 0/1,
   ISO date, ``''`` for null) and whether it is a list item. Keyed so that a condition on one
   property and kind (``status = done``, ``priority >= 2``) is one range of the key.
+- ``prop_stats``: how many notes have each property, and of each kind (``core.index.prop_stats``),
+  kept exact by every write: property completion and hover.
 - ``meta``: state, generation counter, timestamps, config fingerprint; ``semantic_*``: the
   model of the vectors and a counter of their changes (the main generation does not move).
 """
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 """Stored in ``PRAGMA user_version``. Bump on any change below: old indexes are rebuilt."""
 
 NO_DATE = ""
@@ -97,6 +99,13 @@ CREATE TABLE props (
 ) STRICT, WITHOUT ROWID;
 
 CREATE INDEX props_by_note ON props (note_id);
+
+CREATE TABLE prop_stats (
+    key    TEXT NOT NULL,
+    kind   TEXT NOT NULL,  -- '*' any value, a kind letter, or 'l' a list
+    notes  INTEGER NOT NULL,
+    PRIMARY KEY (key, kind)
+) STRICT, WITHOUT ROWID;
 
 CREATE TABLE topics (
     id     INTEGER PRIMARY KEY,

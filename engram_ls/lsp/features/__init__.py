@@ -1,14 +1,15 @@
 """Every LSP method Engram answers, registered once here, with the contributors that answer it.
 
-A feature module holds one concern (topics, links, the librarian's suggestions, the core's
-problems with a note, symbols, search, keeping the index current) and never imports another
-feature module; what they share is in ``lsp/document.py`` (the document and positions) and
+A feature module holds one concern (topics, properties, links, the librarian's suggestions,
+the core's problems with a note, symbols, search, keeping the index current) and never imports
+another feature module; what they share is in ``lsp/document.py`` (the document and positions),
+``lsp/slots.py`` (where a frontmatter value is being written) and
 ``lsp/convert.py`` (core ↔ protocol). A method with several contributors asks them in the
 order listed in ``Contributors`` (``lsp/registry.py``: a contributor that fails is logged and
 skipped, the others still answer):
 
-- hover, completion: the first contributor with an answer (the cursor is in a link, or on a
-  topic);
+- hover, completion: the first contributor with an answer (the cursor is in a link, on a
+  topic, or on a property's name or value);
 - code actions, diagnostics: every contributor's items, in order.
 """
 
@@ -29,6 +30,7 @@ from engram_ls.lsp.features import (
     librarian,
     links,
     problems,
+    properties,
     search,
     symbols,
     topics,
@@ -49,10 +51,15 @@ link), ``,``, space and ``-`` (topic lists)."""
 class Contributors:
     """The contributors of each method with several, in the order they are asked."""
 
-    hover: Sequence[Contributor[types.Hover | None]] = (links.hover, topics.hover)
+    hover: Sequence[Contributor[types.Hover | None]] = (
+        links.hover,
+        topics.hover,
+        properties.hover,
+    )
     completion: Sequence[Contributor[types.CompletionList | None]] = (
         links.complete,
         topics.complete,
+        properties.complete,
     )
     code_actions: Sequence[Contributor[Sequence[types.CodeAction]]] = (
         links.create_note_actions,
