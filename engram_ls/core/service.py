@@ -15,6 +15,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -390,14 +391,13 @@ class Engram:
         found.sort(key=lambda t: (-t.nested, -t.notes, t.name.casefold()))
         return found[:limit]
 
-    def properties(self, prefix: str = "", limit: int = 100) -> list[PropertyCount]:
-        """The vault's frontmatter properties whose name starts with ``prefix`` (any case),
-        most used first, with their note counts by kind; from the index only."""
-        if limit < 1 or limit > 10_000:
-            raise InvalidRequest("limit must be between 1 and 10000")
+    def properties(
+        self, prefix: str = "", limit: int = 100, *, names: Sequence[str] | None = None
+    ) -> list[PropertyCount]:
+        """The vault's frontmatter properties (``prop_stats.listed``); from the index only."""
         _text("prefix", prefix)
-        key = prefix.strip().casefold()
-        return self._links(lambda conn, _v: prop_stats.names(conn, key, limit), what="properties")
+        read = partial(prop_stats.listed, prefix=prefix, limit=limit, names=names)
+        return self._links(lambda conn, _v: read(conn), what="properties")
 
     def property_values(self, name: str) -> tuple[PropertyCount | None, list[ValueCount] | None]:
         """A property's counts and values (``prop_stats.about``); from the index only."""

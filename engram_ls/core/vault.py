@@ -69,10 +69,19 @@ class PathFilter:
     def is_note(self, rel_path: str) -> bool:
         if not rel_path.endswith(".md"):
             return False
+        return self._readable(rel_path) and self.file_matches(rel_path)
+
+    def is_base(self, rel_path: str) -> bool:
+        """An Obsidian base (``.base``) where the vault reads: the exclude globs apply to it,
+        the include globs (which say what a note is) do not."""
+        if not rel_path.endswith(".base") or not self._readable(rel_path):
+            return False
+        return not any(rx.match(rel_path) for rx in self._exclude) and _utf8(rel_path)
+
+    def _readable(self, rel_path: str) -> bool:
+        """Not in a hidden, always ignored or excluded folder."""
         parts = rel_path.split("/")
         if any(p in ALWAYS_IGNORED_DIRS or p.startswith(".") or p in ("", "..") for p in parts):
-            return False
-        if not self.file_matches(rel_path):
             return False
         return not any(self.dir_excluded("/".join(parts[:i])) for i in range(1, len(parts)))
 

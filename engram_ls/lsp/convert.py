@@ -27,6 +27,7 @@ from engram_ls.core.errors import (
     SearchTimeout,
     UnsupportedMode,
 )
+from engram_ls.core.index.prop_stats import PropertyCount, ValueCount
 from engram_ls.core.model import Problem
 from engram_ls.core.search import SearchHit, SearchResponse
 from engram_ls.core.serialize import json_value
@@ -110,3 +111,40 @@ def problem_diagnostic(
         code=problem.code,
         source="engram",
     )
+
+
+HOVER_VALUES = 8
+"""Most values a property's hover lists."""
+
+
+def _notes(count: int) -> str:
+    return f"{count} note" if count == 1 else f"{count} notes"
+
+
+def property_markdown(
+    name: str, about: PropertyCount | None, values: list[ValueCount] | None
+) -> str:
+    """A property as hover (and ``.base`` hover) shows it: kinds, counts, common values."""
+    head = f"**Property {escape_markdown(name)}**"
+    if about is None:
+        return f"{head}: no note has it."
+    kinds = ", ".join(
+        f"{kind} {n}" for kind, n in sorted(about.kinds.items(), key=lambda kv: -kv[1])
+    )
+    lines = [f"{head}: {about.kind}, {_notes(about.notes)}", "", f"Kinds: {kinds}"]
+    if about.lists:
+        lines[-1] += f"; a list on {_notes(about.lists)}"
+    if values:
+        shown = ", ".join(
+            f"`{v.text}` {v.notes}" for v in values[:HOVER_VALUES] if "`" not in v.text
+        )
+        more = f" and {len(values) - HOVER_VALUES} more" if len(values) > HOVER_VALUES else ""
+        lines += ["", f"Values: {shown}{more}"]
+    elif values is None:
+        lines += ["", "Values: too many to list."]
+    return "\n".join(lines)
+
+
+def plain_text(markdown: str) -> str:
+    """A hover's Markdown for a client that shows plain text."""
+    return markdown.replace("**", "").replace("`", "")

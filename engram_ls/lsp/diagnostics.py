@@ -9,8 +9,9 @@ once after a save or a file change has reached the index (``on_changes_applied``
 ``didSave`` feeds), once a vault's first build has finished, and for documents opened before
 the vaults existed once they do. A note whose problems are gone gets an empty list;
 ``didClose`` clears its diagnostics. Only notes of a vault are checked (its include/exclude
-globs); a result that is older than the buffer is dropped. A contributor that fails is
-logged and skipped; the others' diagnostics are still published.
+globs), and its Obsidian bases (``.base`` files, with their own contributors); a result that
+is older than the buffer is dropped. A contributor that fails is logged and skipped; the
+others' diagnostics are still published.
 """
 
 from __future__ import annotations
@@ -62,10 +63,15 @@ class Diagnostics:
     """Per-document checks: one pending task per URI, what is remembered and what is shown."""
 
     def __init__(
-        self, ls: EngramLanguageServer, contributors: Sequence[DiagnosticsContributor]
+        self,
+        ls: EngramLanguageServer,
+        contributors: Sequence[DiagnosticsContributor],
+        base_contributors: Sequence[DiagnosticsContributor] = (),
     ) -> None:
         self.ls = ls
         self.contributors = tuple(contributors)
+        self.base_contributors = tuple(base_contributors)
+        """Those of an Obsidian base (a ``.base`` file) instead."""
         self.tasks: dict[str, asyncio.Task[None]] = {}
         self.read_disk: set[str] = set()
         """URIs whose pending check must read the file again."""
@@ -121,7 +127,9 @@ class Diagnostics:
         if doc is None:
             return
         found = self.ls.vault_for_uri(uri)
-        if found is None or not found[0].engram.vault.filter.is_note(found[1]):
+        paths = found[0].engram.vault.filter if found is not None else None
+        base = paths is not None and found is not None and paths.is_base(found[1])
+        if found is None or paths is None or not (base or paths.is_note(found[1])):
             if uri in self.shown:
                 self.shown.discard(uri)
                 self._publish(uri, [], None)
@@ -132,7 +140,8 @@ class Diagnostics:
         self.read_disk.discard(uri)
         check = Check(vault, rel, doc, doc.source, read_disk, self.memo.setdefault(uri, {}))
         try:
-            diagnostics = await every_answer(METHOD, self.contributors, self.ls, check)
+            contributors = self.base_contributors if base else self.contributors
+            diagnostics = await every_answer(METHOD, contributors, self.ls, check)
         except asyncio.CancelledError:
             if read_disk:
                 self.read_disk.add(uri)

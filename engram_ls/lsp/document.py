@@ -1,8 +1,8 @@
 """The document a request is about, and positions in it: what every feature shares.
 
 - ``open_document``: the vault session, vault-relative path, pygls document and text of a
-  Markdown document in a vault (the editor's buffer, or the file when it is not open, read
-  through the vault's reader: a FIFO or device in place of a note is never waited on).
+  Markdown document (or an Obsidian base) in a vault (the editor's buffer, or the file when
+  it is not open, read through the vault's reader: a FIFO or device is never waited on).
 - ``locate``: what the line of a position is (frontmatter, body, or a fence line), reading
   only the frontmatter and that line.
 - Columns: the core counts code points, the client its negotiated units (UTF-16 by default);
@@ -56,25 +56,34 @@ class Document:
     """The open buffer's text (or the file's, when the document is not open)."""
 
 
-def open_document(ls: EngramLanguageServer, uri: str) -> Document | None:
-    """The Markdown document ``uri`` of a vault, or None (outside the vaults, not Markdown,
-    unreadable)."""
+def open_document(ls: EngramLanguageServer, uri: str, *, base: bool = False) -> Document | None:
+    """The Markdown document ``uri`` of a vault (with ``base``: the Obsidian base, a ``.base``
+    file), or None (outside the vaults, another kind of file, unreadable)."""
     found = ls.vault_for_uri(uri)
     if found is None:
         return None
     vault, rel = found
     opened: TextDocument | None = ls.workspace.text_documents.get(unquote(uri))
-    if opened is not None:
+    if base:
+        if not vault.engram.vault.filter.is_base(rel):
+            return None
+    elif opened is not None:
         if not (rel.lower().endswith(".md") or opened.language_id == "markdown"):
             return None
-        return Document(vault, rel, opened, opened.source)
-    if not rel.lower().endswith(".md"):
+    elif not rel.lower().endswith(".md"):
         return None
+    if opened is not None:
+        return Document(vault, rel, opened, opened.source)
     # Not open: the file, through the vault's reader (pygls' own would wait on a FIFO).
     text = vault.engram.read_text(rel)
     if text is None:
         return None
     return Document(vault, rel, ls.workspace.get_text_document(uri), text)
+
+
+def is_base_uri(uri: str) -> bool:
+    """Whether ``uri`` names an Obsidian base (a ``.base`` file)."""
+    return unquote(uri).lower().split("?")[0].endswith(".base")
 
 
 def buffers(ls: EngramLanguageServer, vault: VaultSession) -> Callable[[str], str | None]:

@@ -74,11 +74,26 @@ class View:
 
 
 @dataclass(frozen=True, slots=True)
+class Ref:
+    """A property a base names, where: what an editor checks, completes and hovers."""
+
+    name: str
+    """As a column names it: ``status``, ``file.name``, ``formula.x``."""
+    line: int
+    """0-based, in the file (a block's note included)."""
+    column: int
+    length: int
+    """In characters; 0 when the place is only known roughly (in a folded multi-line value)."""
+
+
+@dataclass(frozen=True, slots=True)
 class Base:
     filters: Filter | None
     formulas: dict[str, Expr]
     display: dict[str, str]
     views: tuple[View, ...]
+    refs: tuple[Ref, ...] = ()
+    """Every property named in it, in the order written."""
 
 
 _EVERY_NOTE = View("", "table", None, (), (), None, None)
@@ -93,6 +108,8 @@ class _Source:
         self.nodes = 0
         self.formulas: set[str] = set()
         """The names of the base's formulas (an expression may name only these)."""
+        self.refs: list[Ref] = []
+        self.lines = text.splitlines()
         try:
             self.root = yaml.compose(text, Loader=SafeYamlLoader)
         except yaml.YAMLError as exc:
@@ -150,9 +167,31 @@ class _Source:
                 if ref.name.startswith("formula.") and ref.name[8:] not in self.formulas:
                     raise BaseError(f"unknown formula {ref.name[8:]!r}", offset=ref.at,
                                     construct=ref.name)  # fmt: skip
+                self.refs.append(self.ref(node, ref.name, text, ref.at))
         except BaseError as err:
             raise self.place(err, node, at) from None
         return expr
+
+    def ref(self, node: yaml.Node, name: str, text: str, offset: int) -> Ref:
+        """Where ``text[offset:]`` (a name in the scalar ``node``) is in the file."""
+        found = _NAME_AT_RE.match(text, offset)
+        length = len(found.group()) if found else 0
+        start, end = node.start_mark, node.end_mark
+        line = start.line + self.first_line
+        if start.line == end.line:
+            quoted = 1 if isinstance(node, yaml.ScalarNode) and node.style in ("'", '"') else 0
+            return Ref(name, line, start.column + quoted + offset, length)
+        if (
+            isinstance(node, yaml.ScalarNode)
+            and node.style == "|"
+            and start.line + 1 < len(self.lines)
+        ):
+            before = text[:offset]  # a literal block keeps its lines, less their indentation
+            first = self.lines[start.line + 1]
+            indent = len(first) - len(first.lstrip(" "))
+            column = indent + offset - (before.rfind("\n") + 1)
+            return Ref(name, line + 1 + before.count("\n"), column, length)
+        return Ref(name, line, start.column, 0)
 
     def _count(self, node: yaml.Node, at: str) -> None:
         self.nodes += 1
@@ -198,7 +237,7 @@ def load_base(text: str, first_line: int = 0) -> Base:
     views = _views(src, views_node, formulas, custom) if views_node is not None else ()
     if not views:
         views = (_EVERY_NOTE,)
-    return Base(filters, formulas, display, views)
+    return Base(filters, formulas, display, views, tuple(src.refs))
 
 
 def _column(name: str) -> str:
@@ -277,7 +316,9 @@ def _views(
 
 
 def _property(src: _Source, node: yaml.Node, at: str, formulas: dict[str, Expr]) -> str:
-    name = _column(src.text(node, at))
+    written = src.text(node, at)
+    name = _column(written)
+    src.refs.append(src.ref(node, name, written, len(written) - len(written.lstrip())))
     if name.startswith("formula.") and name[8:] not in formulas:
         raise src.fail(node, at, f"unknown formula {name[8:]!r}", construct=name)
     if name.startswith("file.") and name not in FILE_PROPS:
@@ -301,6 +342,11 @@ def _sort_key(
         if direction not in ("ASC", "DESC"):
             raise src.fail(settings["direction"], f"{at}.direction", "direction is ASC or DESC")
     return prop, direction == "DESC"
+
+
+_NAME_AT_RE = re.compile(
+    r"\"[^\"]*\"|'[^']*'|(?:(?:note|file|formula)\.)?\w+(?:\[(?:\"[^\"]*\"|'[^']*')\])?"
+)
 
 
 _FENCE_RE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})[ \t]*base[ \t]*$")

@@ -556,6 +556,11 @@ _ANY: dict[str, tuple[Callable[..., Any], int, int | None]] = {
 }
 _BY_TYPE = {"string": _TEXT, "number": _NUMBER, "list": _LIST, "date": _DATE}
 METHODS = frozenset(k for table in (*_BY_TYPE.values(), _ANY) for k in table)
+METHOD_TYPES: dict[str, tuple[str, ...]] = {
+    name: tuple(t for t, table in _BY_TYPE.items() if name in table) or ("any",)
+    for name in sorted(METHODS)
+}
+"""Each method and the types of value it applies to (``any`` for every type)."""
 
 
 def _method(expr: Method, target: Any, args: list[Any]) -> Any:

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from engram_ls.core.errors import InvalidRequest
 from engram_ls.core.properties import CODES, Kind
 
 ANY = "*"
@@ -126,7 +127,19 @@ class ValueCount:
         return str(self.value)
 
 
-def names(conn: sqlite3.Connection, prefix: str, limit: int) -> list[PropertyCount]:
+def listed(
+    conn: sqlite3.Connection, *, prefix: str, limit: int, names: Sequence[str] | None
+) -> list[PropertyCount]:
+    """Properties whose name starts with ``prefix`` (any case), most used first, or those of
+    ``names`` the vault has; at most ``limit`` (1 to 10,000)."""
+    if limit < 1 or limit > 10_000:
+        raise InvalidRequest("limit must be between 1 and 10000")
+    if names is not None:
+        return list(describe(conn, [n.strip().casefold() for n in names[:limit]]).values())
+    return by_use(conn, prefix.strip().casefold(), limit)
+
+
+def by_use(conn: sqlite3.Connection, prefix: str, limit: int) -> list[PropertyCount]:
     """Properties whose name starts with ``prefix`` (case-folded), most used first."""
     if prefix:
         rows = conn.execute(

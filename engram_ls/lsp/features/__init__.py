@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 
 from engram_ls.lsp import diagnostics as publish
-from engram_ls.lsp.document import open_document
+from engram_ls.lsp.document import is_base_uri, open_document
 from engram_ls.lsp.features import (
     bases,
     files,
@@ -65,7 +65,15 @@ class Contributors:
         links.create_note_actions,
         librarian.suggested_topics,
     )
-    diagnostics: Sequence[publish.DiagnosticsContributor] = (problems.diagnose, links.diagnose)
+    diagnostics: Sequence[publish.DiagnosticsContributor] = (
+        problems.diagnose,
+        links.diagnose,
+        bases.diagnose,
+    )
+    base_hover: Contributor[types.Hover | None] = bases.hover
+    """Hover, completion and diagnostics of an Obsidian base (a ``.base`` file)."""
+    base_completion: Contributor[types.CompletionList | None] = bases.complete
+    base_diagnostics: Sequence[publish.DiagnosticsContributor] = (bases.diagnose,)
 
 
 CONTRIBUTORS = Contributors()
@@ -75,7 +83,7 @@ def register(server: EngramLanguageServer, contributors: Contributors = CONTRIBU
     """Register every method on ``server``, each once."""
     _register_single(server)
     _register_documents(server, contributors)
-    _register_diagnostics(server, contributors.diagnostics)
+    _register_diagnostics(server, contributors.diagnostics, contributors.base_diagnostics)
 
 
 def _register_documents(server: EngramLanguageServer, contributors: Contributors) -> None:
@@ -83,21 +91,32 @@ def _register_documents(server: EngramLanguageServer, contributors: Contributors
     contributors (or the one feature that answers) are asked."""
 
     def on_document(
-        method: str, answer: Callable[..., Awaitable[Any]], options: Any = None
+        method: str,
+        answer: Callable[..., Awaitable[Any]],
+        options: Any = None,
+        base: Contributor[Any] | None = None,
     ) -> None:
         @server.feature(method, options)
         async def handle(ls: EngramLanguageServer, params: Any) -> Any:
-            document = open_document(ls, params.text_document.uri)
+            uri = params.text_document.uri
+            if is_base_uri(uri):  # an Obsidian base: its own contributor, if it has one
+                document = open_document(ls, uri, base=True)
+                if document is None or base is None:
+                    return None
+                return await first_answer(method, (base,), ls, document, params)
+            document = open_document(ls, uri)
             return None if document is None else await answer(ls, document, params)
 
     on_document(
         types.TEXT_DOCUMENT_HOVER,
         partial(first_answer, types.TEXT_DOCUMENT_HOVER, contributors.hover),
+        base=contributors.base_hover,
     )
     on_document(
         types.TEXT_DOCUMENT_COMPLETION,
         partial(first_answer, types.TEXT_DOCUMENT_COMPLETION, contributors.completion),
         types.CompletionOptions(trigger_characters=TRIGGER_CHARACTERS),
+        base=contributors.base_completion,
     )
     on_document(types.TEXT_DOCUMENT_DEFINITION, links.definition)
     on_document(types.TEXT_DOCUMENT_REFERENCES, links.references)
@@ -125,10 +144,13 @@ def _register_documents(server: EngramLanguageServer, contributors: Contributors
 
 
 def _register_diagnostics(
-    server: EngramLanguageServer, contributors: Sequence[publish.DiagnosticsContributor]
+    server: EngramLanguageServer,
+    contributors: Sequence[publish.DiagnosticsContributor],
+    base_contributors: Sequence[publish.DiagnosticsContributor] = (),
 ) -> None:
-    """Diagnostics of the open notes: checked on open, change, save and index updates."""
-    checks = publish.Diagnostics(server, contributors)
+    """Diagnostics of the open notes (and bases): checked on open, change, save and index
+    updates."""
+    checks = publish.Diagnostics(server, contributors, base_contributors)
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: EngramLanguageServer, params: types.DidOpenTextDocumentParams) -> None:

@@ -31,7 +31,7 @@ from lsprotocol import types
 
 from engram_ls.core import fmscan
 from engram_ls.core.index.prop_stats import PropertyCount, ValueCount
-from engram_ls.lsp.convert import escape_markdown
+from engram_ls.lsp.convert import escape_markdown, plain_text, property_markdown
 from engram_ls.lsp.document import (
     Document,
     Where,
@@ -51,7 +51,6 @@ if TYPE_CHECKING:
 MAX_ITEMS = 100
 MAX_VALUE_CHARS = 200
 """Longer values are not offered (a sentence is not a value to pick)."""
-HOVER_VALUES = 8
 
 _NAME_TYPED_RE = re.compile(r"[^\W][\w.\- ]*|")
 _CLOSING_RE = re.compile(r"(?:---|\.\.\.)[ \t]*")
@@ -249,34 +248,6 @@ async def _complete_value(
 # -- hover ---------------------------------------------------------------------------------------
 
 
-def describe_markdown(
-    name: str, about: PropertyCount | None, values: list[ValueCount] | None
-) -> str:
-    """A property as hover (and ``.base`` hover) shows it: kinds, counts, common values."""
-    head = f"**Property {escape_markdown(name)}**"
-    if about is None:
-        return f"{head}: no note has it."
-    kinds = ", ".join(
-        f"{kind} {n}" for kind, n in sorted(about.kinds.items(), key=lambda kv: -kv[1])
-    )
-    lines = [f"{head}: {about.kind}, {_plural(about.notes)}", "", f"Kinds: {kinds}"]
-    if about.lists:
-        lines[-1] += f"; a list on {_plural(about.lists)}"
-    if values:
-        shown = ", ".join(
-            f"`{v.text}` {v.notes}" for v in values[:HOVER_VALUES] if "`" not in v.text
-        )
-        more = f" and {len(values) - HOVER_VALUES} more" if len(values) > HOVER_VALUES else ""
-        lines += ["", f"Values: {shown}{more}"]
-    elif values is None:
-        lines += ["", "Values: too many to list."]
-    return "\n".join(lines)
-
-
-def _plain(markdown: str) -> str:
-    return markdown.replace("**", "").replace("`", "")
-
-
 async def hover(
     ls: EngramLanguageServer, document: Document, params: types.HoverParams
 ) -> types.Hover | None:
@@ -293,11 +264,11 @@ async def hover(
     if found is None:
         text = f"**Property {escape_markdown(key.name)}**\n\nThe index is still being built."
     else:
-        text = describe_markdown(key.name.casefold(), *found)
+        text = property_markdown(key.name.casefold(), *found)
     if wants_markdown(ls):
         content = types.MarkupContent(types.MarkupKind.Markdown, text)
     else:
-        content = types.MarkupContent(types.MarkupKind.PlainText, _plain(text))
+        content = types.MarkupContent(types.MarkupKind.PlainText, plain_text(text))
     end = len(key.raw)
     hover_range = client_range(document.doc, params.position.line, where.line, 0, end)
     return types.Hover(contents=content, range=hover_range)
