@@ -310,30 +310,40 @@ def _streamed(
         return None
     ranks = sorted(CODES[k] for k in ("bool", "date", "number", "text"))  # b d n t
     direction = "DESC" if desc else "ASC"
-    rows = conn.execute(
-        "SELECT p.note_id, p.kind, p.value, n.path FROM props p JOIN notes n ON n.id = p.note_id"
-        f" WHERE p.key = ? AND p.kind IN ({','.join('?' * len(ranks))})"
-        f" ORDER BY p.kind {direction}, p.value {direction}",
+    rows = conn.execute(  # the key's index alone: a note's path only once it passes
+        "SELECT note_id, kind, value FROM props"
+        f" WHERE key = ? AND kind IN ({','.join('?' * len(ranks))})"
+        f" ORDER BY kind {direction}, value {direction}",
         (name, *ranks),
     )
-    out: list[int] = []
+    picked: list[tuple[int, int]] = []
+    """(the value's place in the order, note id) of the notes passing, up to the value that
+    reaches ``limit``."""
     taken: set[int] = set()
-    ties: list[tuple[str, int]] = []
     last: Any = None
-    for n, (i, kind, value, path) in enumerate(rows):
+    group = -1
+    member, size, text = notes.member, len(notes.member), CODES["text"]  # the loop's hot path
+    for n, (i, kind, value) in enumerate(rows):
         if not n % _CHECK_EVERY:
             check()
-        if i in taken or i not in notes or (kind == CODES["text"] and value == ""):
+        at = i >> 3  # bitmaps.has, inline
+        if at >= size or not member[at] >> (i & 7) & 1 or i in taken:
+            continue
+        if kind == text and value == "":
             continue
         if (kind, value) != last:
-            out.extend(j for _, j in sorted(ties))
-            ties = []
-            if len(out) >= limit:
-                return out[:limit]
-            last = (kind, value)
+            if len(picked) >= limit:
+                break
+            last, group = (kind, value), group + 1
         taken.add(i)
-        ties.append((path, i))
-    out.extend(j for _, j in sorted(ties))
+        picked.append((group, i))
+    paths = dict(
+        conn.execute(
+            "SELECT n.id, n.path FROM json_each(?) j CROSS JOIN notes n ON n.id = j.value",
+            (json.dumps([i for _, i in picked]),),
+        )
+    )
+    out = [i for _, i in sorted(picked, key=lambda gi: (gi[0], paths.get(gi[1], "")))]
     if len(out) >= limit:
         return out[:limit]
     return out + _first_by_path(conn, notes, limit - len(out), check, taken)
