@@ -20,10 +20,12 @@ swapped after the mapping is refused (or mapped again), never followed out.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
 import os
 import secrets
 import stat as stat_mod
+import struct
 from collections.abc import Callable, Sequence
 
 from engram_ls.core.errors import InvalidRequest, OutsideVault
@@ -154,6 +156,77 @@ def read_in(root: str, rel: str, limit: int = -1) -> tuple[bytes, os.stat_result
     """The bytes (at most ``limit``) and stat of the regular vault file ``rel``: the one
     reader of notes (``open_in`` then ``read_fd``)."""
     return read_fd(open_in(root, rel), limit, rel)
+
+
+def read_born(root: str, rel: str, limit: int = -1) -> tuple[bytes, os.stat_result, int]:
+    """``read_in``, and when the file was created (``born_ns``): what a note's ``file.ctime``
+    is."""
+    fd = open_in(root, rel)
+    try:
+        born = _birth_ns(fd)
+    except BaseException:
+        os.close(fd)
+        raise
+    data, st = read_fd(fd, limit, rel)
+    return data, st, born if born is not None else born_ns(st)
+
+
+def born_in(root: str, rel: str) -> int:
+    """When vault file ``rel`` was created (``born_ns``); 0 when it cannot be opened."""
+    try:
+        fd = open_in(root, rel)
+    except (OSError, OutsideVault):
+        return 0
+    try:
+        born = _birth_ns(fd)
+        return born if born is not None else born_ns(os.fstat(fd))
+    except OSError:
+        return 0
+    finally:
+        os.close(fd)
+
+
+def born_ns(st: os.stat_result) -> int:
+    """When a file was created, in ns since the epoch, from its stat: ``st_birthtime`` where
+    the system has it (macOS, the BSDs), else the earlier of its change and modification times
+    (Linux keeps the birth time in ``statx`` only: ``read_born`` asks it)."""
+    birth = getattr(st, "st_birthtime", None)
+    if isinstance(birth, int | float) and birth > 0:
+        return int(birth * 1_000_000_000)
+    return min(st.st_ctime_ns, st.st_mtime_ns)
+
+
+def _load_statx() -> Callable[..., int] | None:
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).statx
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_uint, ctypes.c_void_p]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+_STATX = _load_statx() if os.uname().sysname == "Linux" else None
+_AT_EMPTY_PATH = 0x1000
+_STATX_BTIME = 0x800
+_STATX_SIZE = 256
+_BTIME_AT = 80
+"""Where ``stx_btime`` (``tv_sec`` int64, ``tv_nsec`` uint32) is in ``struct statx``."""
+
+
+def _birth_ns(fd: int) -> int | None:
+    """The open file's birth time from ``statx`` (Linux), or None when the system or the file
+    system does not keep one."""
+    if _STATX is None:
+        return None
+    buf = ctypes.create_string_buffer(_STATX_SIZE)
+    if _STATX(fd, b"", _AT_EMPTY_PATH, _STATX_BTIME, buf) != 0:
+        return None
+    (mask,) = struct.unpack_from("=I", buf, 0)
+    if not mask & _STATX_BTIME:
+        return None
+    sec, nsec = struct.unpack_from("=qI", buf, _BTIME_AT)
+    return int(sec) * 1_000_000_000 + int(nsec)
 
 
 def read_regular(path: str | os.PathLike[str], limit: int = -1) -> bytes:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from engram_ls.core.config import EngramConfig
-from engram_ls.core.contained import read_in
+from engram_ls.core.contained import read_born
 from engram_ls.core.errors import OutsideVault
 from engram_ls.core.index import db, trigram
 from engram_ls.core.index.rows import Batch, NoteRows, State, note_rows
@@ -119,9 +119,9 @@ def digest(data: bytes) -> bytes:
     return hashlib.blake2b(data, digest_size=16).digest()
 
 
-Parsed = tuple[FileStat, bytes, Note | None, bytes]
+Parsed = tuple[FileStat, bytes, Note | None, bytes, int]
 """(stat of what was read, content hash, note — None when the hash matched ``known``, the
-bytes read)."""
+bytes read, when the file was created: ``contained.born_ns``)."""
 
 
 def read_note(
@@ -130,19 +130,19 @@ def read_note(
     """Read, hash and parse one file; None when it vanished, cannot be read, is no longer a
     regular file (a FIFO put in its place between the walk and the read must not block), or
     is now reached through a symlinked folder or a symlink leaving the vault (read through
-    ``contained.read_in``, which checks that at the moment of the open).
+    ``contained.read_born``, which checks that at the moment of the open).
 
     The stat stored is taken from the open file, so it describes exactly the bytes parsed.
     """
     try:
-        data, st = read_in(root, rel)
+        data, st, born = read_born(root, rel)
     except (OSError, OutsideVault):
         return None
     fs = FileStat(rel, st.st_mtime_ns, st.st_size)
     h = digest(data)
     if known is not None and h == known:
-        return fs, h, None, data
-    return fs, h, parse_note(rel, data, config), data
+        return fs, h, None, data, born
+    return fs, h, parse_note(rel, data, config), data, born
 
 
 class Touched(NamedTuple):
@@ -150,6 +150,7 @@ class Touched(NamedTuple):
 
     mtime_ns: int
     size: int
+    born_ns: int
 
 
 Result = tuple[str, bool, NoteRows | Touched | None]
@@ -161,11 +162,11 @@ def read_rows(root: str, rel: str, config: EngramConfig, known: bytes | None) ->
     parsed = read_note(root, rel, config, known)
     if parsed is None:
         return rel, known is None, None
-    st, h, note, data = parsed
+    st, h, note, data, born = parsed
     if note is None:
-        return rel, False, Touched(st.mtime_ns, st.size)
+        return rel, False, Touched(st.mtime_ns, st.size, born)
     text = trigram.note_text(data, config.limits.max_note_bytes) if config.trigram_index else ""
-    return rel, known is None, note_rows(note, st.mtime_ns, st.size, h, text)
+    return rel, known is None, note_rows(note, st.mtime_ns, st.size, h, text, born)
 
 
 def _die_with_parent(parent: int) -> None:
@@ -405,7 +406,7 @@ class Syncer:
             if got is None:
                 report.removed += b.delete(rel)
             elif isinstance(got, Touched):
-                b.touch(rel, got.mtime_ns, got.size)
+                b.touch(rel, got.mtime_ns, got.size, got.born_ns)
                 report.touched += 1
             elif is_new:
                 fresh.append(got)

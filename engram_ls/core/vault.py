@@ -19,6 +19,7 @@ from urllib.parse import quote_from_bytes
 from engram_ls.core.config import CONFIG_DIR, EngramConfig
 from engram_ls.core.contained import (
     DIR_FLAGS,
+    born_in,
     check_folders,
     move_in,
     open_folder,
@@ -323,6 +324,10 @@ class Vault:
         path leaves the vault (``..``, a symlinked folder, a symlink out); OSError when it is
         missing or not a regular file (a FIFO or device never blocks or floods the reader)."""
         return read_in(self._root_s, self.rel(rel_path), limit)
+
+    def born(self, rel_path: str) -> int:
+        """When the vault file was created, in ns (``contained.born_ns``); 0 if unreadable."""
+        return born_in(self._root_s, self.rel(rel_path))
 
     def read_or_none(self, rel_path: str, limit: int = -1) -> bytes | None:
         """``read``'s bytes, or None when the note cannot be read: gone, not a regular file

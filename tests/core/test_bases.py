@@ -18,6 +18,7 @@ from engram_ls.core.bases.run import _sort_key
 from engram_ls.core.bases.spec import load_base
 from engram_ls.core.bases.values import Row, as_date, evaluate, truthy
 from engram_ls.core.config import EngramConfig
+from engram_ls.core.contained import born_in
 from engram_ls.core.errors import InvalidRequest
 from engram_ls.core.links import link_key
 from engram_ls.core.model import Note
@@ -89,6 +90,7 @@ def passing(engram: Engram, filters: str, **kw: Any) -> list[str]:
         ('file.folder == "reading"', ["reading/Textbook.md", "reading/book-one.md"]),
         ("file.size > 100000", []),
         ('file.mtime > now() - "1 week"', ALL),  # copied just now
+        ('file.ctime > now() - "1 week" && file.ctime <= now()', ALL),  # created when copied
         (
             '!file.inFolder("projects") && type == "book"',
             ["reading/Textbook.md", "reading/book-one.md"],
@@ -121,7 +123,7 @@ def test_each_construct_passes_the_notes_obsidian_shows(
         ("filters: 'file.name.matches(/x/)'", "regular expression", "filters"),
         ("filters: 'link(\"a\") == 1'", "link()", "filters"),
         ("filters: 'unknownFn(1)'", "unknownFn()", "filters"),
-        ("filters: 'file.ctime > now()'", "file.ctime", "filters"),
+        ("filters: 'file.backlinks.length > 1'", "file.backlinks", "filters"),
         ("filters: 'file.asLink() == 1'", "file.asLink()", "filters"),
         ("filters: 'title.sparkle()'", ".sparkle()", "filters"),
         ("filters: 'due.relative() == 1'", ".relative()", "filters"),
@@ -297,7 +299,7 @@ def test_the_expression_parser_keeps_offsets_and_precedence() -> None:
 # -- differential: random filters, the index against every parsed note ---------------------
 
 
-def _row(note: Note, size: int, mtime_ns: int, now: dt.datetime) -> Row:
+def _row(note: Note, size: int, mtime_ns: int, now: dt.datetime, born_ns: int = 0) -> Row:
     """A note's values read from the parsed note (not from the index)."""
     values: dict[str, Any] = {}
     grouped: dict[str, list[Any]] = {}
@@ -319,9 +321,10 @@ def _row(note: Note, size: int, mtime_ns: int, now: dt.datetime) -> Row:
     files: dict[str, Any] = {}
     for name in ("file.name", "file.basename", "file.path", "file.folder", "file.ext", "file.size"):
         files[name] = file_value(name, note.path, size, mtime_ns)
-    files["file.mtime"] = dt.datetime.fromisoformat(
-        str(file_value("file.mtime", note.path, size, mtime_ns))
-    )
+    for name in ("file.mtime", "file.ctime"):
+        files[name] = dt.datetime.fromisoformat(
+            str(file_value(name, note.path, size, mtime_ns, born_ns))
+        )
     files["file.tags"] = list(dict.fromkeys(t.casefold() for t in note.topics))
     files["file.links"] = [link_key(link.target) for link in note.links]
     return Row(values, files, {}, now)
@@ -399,7 +402,8 @@ def _differential(root: Path, index: Path, runs: int, seed: int) -> None:
             for p, s, m in engram.index.reader().execute("SELECT path, size, mtime_ns FROM notes")
         }
         notes = {rel: parse_note(rel, (root / rel).read_bytes(), config) for rel in listed}
-        rows = {rel: _row(n, *listed[rel], now) for rel, n in notes.items()}
+        real = str(root.resolve())
+        rows = {rel: _row(n, *listed[rel], now, born_in(real, rel)) for rel, n in notes.items()}
         pool: dict[str, list[tuple[str, Any]]] = {}
         for n in notes.values():
             for p in n.properties:

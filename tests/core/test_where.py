@@ -3,6 +3,8 @@ from the files (a differential test against a brute-force evaluation of every pa
 
 from __future__ import annotations
 
+import datetime as dt
+import os
 import random
 from collections.abc import Callable
 from pathlib import Path
@@ -11,6 +13,7 @@ from typing import Any
 import pytest
 
 from engram_ls.core.config import EngramConfig
+from engram_ls.core.contained import born_in
 from engram_ls.core.errors import InvalidRequest
 from engram_ls.core.model import Note
 from engram_ls.core.parse import parse_note
@@ -245,7 +248,7 @@ def _differential(root: Path, index: Path, trees: int, seed: int) -> None:
         facts = {}
         for rel, (size, mtime_ns) in listed.items():
             note = parse_note(rel, (root / rel).read_bytes(), config)
-            facts[rel] = note_facts(note, size, mtime_ns)
+            facts[rel] = note_facts(note, size, mtime_ns, born_in(str(root.resolve()), rel))
         pool = _pool(facts)
         rng = random.Random(seed)
         nonempty = 0
@@ -312,3 +315,21 @@ def test_pages_of_a_where_listing_are_newest_first_and_add_up(
         ]
         passing = set(got)
         assert got == [p for p in order if p in passing]
+
+
+def test_file_ctime_is_when_the_file_was_created(tmp_path: Path) -> None:
+    """``file.ctime`` is the file's birth time (statx on Linux), not its modification time:
+    a note whose mtime is set back to 2001 keeps the day it was created."""
+    root = tmp_path / "v"
+    write(root, "old.md", "---\nstatus: done\n---\n")
+    write(root, "new.md", "---\nstatus: done\n---\n")
+    old_stamp = dt.datetime(2001, 1, 1, tzinfo=dt.UTC).timestamp()
+    os.utime(root / "old.md", (old_stamp, old_stamp))
+    born = born_in(str(root.resolve()), "old.md")
+    with Engram(root, index_path=tmp_path / "i.sqlite") as engram:
+        engram.sync()
+        assert paths(engram, "file.mtime < 2002-01-01") == ["old.md"]
+        created = dt.datetime.fromtimestamp(born / 1e9, dt.UTC).strftime("%Y-%m-%d")
+        assert paths(engram, f"file.ctime >= {created}") == ["new.md", "old.md"]
+        if born // 1_000_000_000 > old_stamp:  # the file system keeps birth times
+            assert paths(engram, "file.ctime < 2002-01-01") == []

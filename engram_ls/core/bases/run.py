@@ -173,19 +173,20 @@ class _Reader:
             chunk = json.dumps(list(part))
             if not paths and not files:
                 out.update((i, Row({}, {}, self.formulas, self.now)) for i in part)
-            for i, path, size, mtime in (
+            for i, path, size, mtime, born in (
                 ()
                 if not paths and not files
                 else self.conn.execute(
-                    "SELECT n.id, n.path, n.size, n.mtime_ns FROM json_each(?) j CROSS"
-                    " JOIN notes n ON n.id = j.value",
+                    "SELECT n.id, n.path, n.size, n.mtime_ns, n.born_ns FROM json_each(?) j"
+                    " CROSS JOIN notes n ON n.id = j.value",
                     (chunk,),
                 )
             ):
                 info: dict[str, Any] = {}
                 for name in files - FOLDED:
-                    value = file_value(name, path, size, mtime)
-                    info[name] = dt.datetime.fromisoformat(value) if name == "file.mtime" else value  # type: ignore[arg-type]
+                    value = file_value(name, path, size, mtime, born)
+                    dated = name in ("file.mtime", "file.ctime")
+                    info[name] = dt.datetime.fromisoformat(value) if dated else value  # type: ignore[arg-type]
                 info["file.path"] = path
                 out[i] = Row({}, info, self.formulas, self.now)
             if props:

@@ -78,7 +78,12 @@ class NoteRows(NamedTuple):
 
 
 def note_rows(
-    note: Note, mtime_ns: int, size: int, digest: bytes, trigram: str | None = ""
+    note: Note,
+    mtime_ns: int,
+    size: int,
+    digest: bytes,
+    trigram: str | None = "",
+    born_ns: int = 0,
 ) -> NoteRows:
     problems_json = (
         json.dumps(
@@ -101,6 +106,7 @@ def note_rows(
         problems_json,
         note.title.casefold(),  # title_key, also the folded name of names.mask
         stem_key(note.path),
+        born_ns,
     )
     names = _names(note, values[10])
     return NoteRows(
@@ -210,8 +216,8 @@ class Batch:
             note_id = int(
                 c.execute(
                     "INSERT INTO notes (mtime_ns, size, hash, title, created_at, created_ts,"
-                    " summary, topics, body_line, problems, title_key, stem_key, path)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    " summary, topics, body_line, problems, title_key, stem_key, born_ns, path)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (*rows.values, rows.path),
                 ).lastrowid
                 or 0
@@ -224,7 +230,7 @@ class Batch:
             c.execute(
                 "UPDATE notes SET mtime_ns = ?, size = ?, hash = ?, title = ?, created_at = ?,"
                 " created_ts = ?, summary = ?, topics = ?, body_line = ?, problems = ?,"
-                " title_key = ?, stem_key = ? WHERE id = ?",
+                " title_key = ?, stem_key = ?, born_ns = ? WHERE id = ?",
                 (*rows.values, note_id),
             )
         children = _ChildRows()
@@ -248,8 +254,8 @@ class Batch:
             first = int(c.execute("SELECT coalesce(max(id), 0) + 1 FROM notes").fetchone()[0])
             c.executemany(
                 "INSERT INTO notes (id, mtime_ns, size, hash, title, created_at, created_ts,"
-                " summary, topics, body_line, problems, title_key, stem_key, path)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " summary, topics, body_line, problems, title_key, stem_key, born_ns, path)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(first + i, *rows.values, rows.path) for i, rows in enumerate(items)],
             )
         except sqlite3.IntegrityError:
@@ -354,10 +360,12 @@ class Batch:
         self._recount = True
         self.changed += 1
 
-    def touch(self, path: str, mtime_ns: int, size: int) -> None:
-        """Same content, new mtime/size (e.g. ``touch`` or a checkout): no re-parse."""
+    def touch(self, path: str, mtime_ns: int, size: int, born_ns: int = 0) -> None:
+        """Same content, new mtime/size (e.g. ``touch``, a checkout, a save that replaced the
+        file): no re-parse."""
         self.conn.execute(
-            "UPDATE notes SET mtime_ns = ?, size = ? WHERE path = ?", (mtime_ns, size, path)
+            "UPDATE notes SET mtime_ns = ?, size = ?, born_ns = ? WHERE path = ?",
+            (mtime_ns, size, born_ns, path),
         )
 
     def delete(self, path: str) -> bool:

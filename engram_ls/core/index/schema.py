@@ -47,7 +47,7 @@ Layout:
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 """Stored in ``PRAGMA user_version``. Bump on any change below: old indexes are rebuilt."""
 
 NO_DATE = ""
@@ -73,7 +73,8 @@ CREATE TABLE notes (
     body_line   INTEGER NOT NULL,
     problems    TEXT,
     title_key   TEXT NOT NULL,
-    stem_key    TEXT NOT NULL
+    stem_key    TEXT NOT NULL,
+    born_ns     INTEGER NOT NULL DEFAULT 0  -- when the file was created (file.ctime)
 ) STRICT;
 
 CREATE INDEX notes_by_date ON notes (created_at);

@@ -93,7 +93,7 @@ class ScanSearcher:
         st = self.vault.stat(note.path)
         if st is None:  # gone since it was read
             return False
-        return plan.where_ok(note_facts(note, st.size, st.mtime_ns))
+        return plan.where_ok(note_facts(note, st.size, st.mtime_ns, self.vault.born(note.path)))
 
     def run(self, plan: Plan) -> tuple[list[SearchHit], int]:
         grep = plan.mode in ("literal", "regex") and bool(plan.query)

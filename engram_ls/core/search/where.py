@@ -50,6 +50,7 @@ FILE_PROPS: dict[str, Kind] = {
     "file.folder": "text",
     "file.size": "number",
     "file.mtime": "date",
+    "file.ctime": "date",
     "file.tags": "text",
     "file.links": "text",
 }
@@ -253,7 +254,9 @@ Facts = Mapping[str, Sequence[tuple[Kind, str | int | float, bool]]]
 """A note's values by property name: (kind, stored value, whether a list item)."""
 
 
-def file_value(name: str, path: str, size: int, mtime_ns: int) -> str | int | float | None:
+def file_value(
+    name: str, path: str, size: int, mtime_ns: int, born_ns: int = 0
+) -> str | int | float | None:
     """The value of a single-valued file property of the note at ``path`` (the index's SQL
     function ``engram_file`` calls it too)."""
     folder, _, file_name = path.rpartition("/")
@@ -269,13 +272,14 @@ def file_value(name: str, path: str, size: int, mtime_ns: int) -> str | int | fl
         return folder or "/"
     if name == "file.size":
         return size
-    if name == "file.mtime":
-        stamp = dt.datetime.fromtimestamp(mtime_ns // 1_000_000_000, dt.UTC).replace(tzinfo=None)
+    if name in ("file.mtime", "file.ctime"):
+        ns = mtime_ns if name == "file.mtime" else born_ns
+        stamp = dt.datetime.fromtimestamp(ns // 1_000_000_000, dt.UTC).replace(tzinfo=None)
         return stamp.isoformat(timespec="seconds")
     return None
 
 
-def note_facts(note: Note, size: int, mtime_ns: int) -> dict[str, list[Any]]:
+def note_facts(note: Note, size: int, mtime_ns: int, born_ns: int = 0) -> dict[str, list[Any]]:
     """Every value of every property of a parsed note, file properties included."""
     facts: dict[str, list[Any]] = {}
     for prop in note.properties:
@@ -283,7 +287,7 @@ def note_facts(note: Note, size: int, mtime_ns: int) -> dict[str, list[Any]]:
     for name, kind in FILE_PROPS.items():
         if name in FOLDED:
             continue
-        value = file_value(name, note.path, size, mtime_ns)
+        value = file_value(name, note.path, size, mtime_ns, born_ns)
         facts[name] = [(kind, value, False)]
     facts["file.tags"] = [("text", t.casefold(), True) for t in dict.fromkeys(note.topics)]
     facts["file.links"] = [("text", link_key(link.target), True) for link in note.links]

@@ -30,7 +30,7 @@ _COLUMNS = {"file.path": "path", "file.size": "size"}
 
 def register(conn: sqlite3.Connection) -> None:
     """The SQL functions the conditions call, on a connection that answers searches."""
-    conn.create_function("engram_file", 4, file_value, deterministic=True)
+    conn.create_function("engram_file", 5, file_value, deterministic=True)
 
 
 ALL_NOTES = "SELECT id FROM notes"
@@ -106,7 +106,7 @@ def _file(c: Cond) -> tuple[str, list[Any]]:
         return ALL_NOTES, []
     kind = FILE_PROPS[c.prop]
     # The name is one of FILE_PROPS (checked above), never the request's text.
-    column = _COLUMNS.get(c.prop) or f"engram_file('{c.prop}', path, size, mtime_ns)"
+    column = _COLUMNS.get(c.prop) or f"engram_file('{c.prop}', path, size, mtime_ns, born_ns)"
     if c.op == "starts_with":
         if kind not in ("text", "date"):
             return f"{ALL_NOTES} WHERE 0", []

@@ -86,7 +86,7 @@ class EmbedReport:
     stopped: bool = False
 
 
-NoteReader = Callable[[str, str, EngramConfig], "tuple[object, bytes, object, bytes] | None"]
+NoteReader = Callable[[str, str, EngramConfig], "tuple[object, bytes, object, bytes, int] | None"]
 
 
 class Semantic:
@@ -384,7 +384,7 @@ class Semantic:
             parsed = self.reader(root, path, self.config)
             if parsed is None:
                 continue  # gone or unreadable: the main index deletes its row
-            _, digest, note, _ = parsed
+            _, digest, note, _, _ = parsed
             chunks = chunk_note(note)  # type: ignore[arg-type]
             keyed = [(chunk_key(model.key, c.text), c) for c in chunks]
             made.append((note_id, path, digest, [(c.line, k, c.snippet) for k, c in keyed]))

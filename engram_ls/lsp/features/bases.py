@@ -97,6 +97,7 @@ FILE_DOCS = {
     "file.folder": "the folder the note is in",
     "file.size": "the file's size in bytes",
     "file.mtime": "when the file was last modified",
+    "file.ctime": "when the file was created",
     "file.tags": "the note's tags: frontmatter and inline, nested ones as written",
     "file.links": "the notes it links to",
 }
