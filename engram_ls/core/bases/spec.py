@@ -15,6 +15,8 @@ its line and column in the file.
 from __future__ import annotations
 
 import re
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import yaml
@@ -199,9 +201,34 @@ class _Source:
             raise self.fail(node, at, f"more than {MAX_NODES} YAML values")
 
 
+_LOADED: OrderedDict[tuple[str, int], Base] = OrderedDict()
+_LOADED_LOCK = threading.Lock()
+_LOADED_MOST = 32
+_LOADED_CHARS = 64 * 1024
+"""The last bases read (of at most this many characters), kept: an editor or an agent asks for
+the same base again and again, and reading one (YAML, then each expression) is most of a
+small view's time."""
+
+
 def load_base(text: str, first_line: int = 0) -> Base:
     """The base written in ``text`` (a ``.base`` file's content, or a code block's, whose first
     line is ``first_line`` of its note); BaseError for anything outside the subset."""
+    key = (text, first_line)
+    with _LOADED_LOCK:
+        found = _LOADED.get(key)
+        if found is not None:
+            _LOADED.move_to_end(key)
+            return found
+    base = _load(text, first_line)
+    if len(text) <= _LOADED_CHARS:
+        with _LOADED_LOCK:
+            _LOADED[key] = base
+            while len(_LOADED) > _LOADED_MOST:
+                _LOADED.popitem(last=False)
+    return base
+
+
+def _load(text: str, first_line: int) -> Base:
     if len(text.encode("utf-8", "surrogatepass")) > MAX_BASE_BYTES:
         raise BaseError(f"a base is larger than {MAX_BASE_BYTES} bytes")
     src = _Source(text, first_line)
