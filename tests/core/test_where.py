@@ -333,3 +333,69 @@ def test_file_ctime_is_when_the_file_was_created(tmp_path: Path) -> None:
         assert paths(engram, f"file.ctime >= {created}") == ["new.md", "old.md"]
         if born // 1_000_000_000 > old_stamp:  # the file system keeps birth times
             assert paths(engram, "file.ctime < 2002-01-01") == []
+
+
+@pytest.mark.parametrize(
+    "pick",
+    [
+        pytest.param(lambda order, rng: order[-40:], id="the-oldest-notes"),
+        pytest.param(lambda order, rng: order[:30], id="the-newest-notes"),
+        pytest.param(lambda order, rng: rng.sample(order, 25), id="a-few-anywhere"),
+        pytest.param(lambda order, rng: rng.sample(order, 900), id="most-notes"),
+        pytest.param(lambda order, rng: order[::2][-300:], id="every-other-old-one"),
+    ],
+)
+@pytest.mark.parametrize("budget", [(8, 4096), (1, 0)], ids=["as-shipped", "listed-soon"])
+def test_a_page_of_passing_notes_is_the_same_read_by_date_or_listed(
+    generated: Callable[..., Path],
+    tmp_path: Path,
+    pick: Callable[..., list[int]],
+    budget: tuple[int, int],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``where_bits.page`` reads the notes in date order for a while, then (the page not full:
+    the passing notes are old) lists the passing notes instead: every page, at every offset,
+    is the passing notes in date order either way."""
+    from engram_ls.core.index.bitmaps import bitmap, ids_of
+    from engram_ls.core.search import where_bits
+
+    monkeypatch.setattr(where_bits, "SCAN_PER_NOTE", budget[0])
+    monkeypatch.setattr(where_bits, "SCAN_LEAST", budget[1])
+    listed: list[int] = []
+
+    def ids(self: where_bits.NoteBits) -> list[int]:
+        listed.append(1)
+        return ids_of(self.member)
+
+    monkeypatch.setattr(where_bits.NoteBits, "ids", ids)
+    with Engram(generated(1200), index_path=tmp_path / "i.sqlite") as engram:
+        engram.sync()
+        conn = engram.index.reader()
+        order = [
+            int(i)
+            for (i,) in conn.execute("SELECT id FROM notes ORDER BY created_at DESC, id DESC")
+        ]
+        chosen = set(pick(order, random.Random(3)))
+        notes = where_bits.NoteBits.of(bitmap(chosen))
+        want = [i for i in order if i in chosen]
+        assert ids_of(notes.member) == sorted(chosen)
+        for limit in (1, 7, 50):
+            for offset in range(0, len(want) + limit, max(limit, len(want) // 5)):
+                got = where_bits.page(conn, notes, offset, limit, len(order), lambda: None)
+                assert got == want[offset : offset + limit], (limit, offset)
+        if budget == (8, 4096):
+            assert not listed  # 4,096 notes or more are read in date order: all 1,200 here
+        elif set(order[-40:]) == chosen:
+            assert listed  # one note read a note passing: the oldest are listed
+
+
+@pytest.mark.parametrize("count", [0, 1, 5, 300, 2500, 6000, 9999])
+def test_a_bitmaps_ids_are_the_ids_put_in_sparse_or_dense(count: int) -> None:
+    from engram_ls.core.index.bitmaps import bitmap, has, ids_of, member
+
+    rng = random.Random(count)
+    ids = sorted({*rng.sample(range(1, 10_001), count), *([0, 7, 8, 10_007] if count else [])})
+    members = member(bitmap(ids))
+    assert ids_of(members) == ids
+    assert all(has(members, i) for i in ids)
+    assert not has(members, 10_008) and (count or not has(members, 3))

@@ -9,7 +9,8 @@ temporary B-trees: ``status = doing AND priority >= 4`` (22,573 and 38,421 notes
 that way at 100,000 notes, against a few microseconds here once the two are read.
 
 A page newest first comes from the notes in date order (``notes_by_date``), checked against
-the bitmap, when the tree passes many notes, else from the few notes it passes, sorted in SQL.
+the bitmap, unless the page is not full after a number of notes in proportion to those
+passing: then from the notes passing, listed and sorted in SQL.
 """
 
 from __future__ import annotations
@@ -27,8 +28,10 @@ from engram_ls.core.search.where_sql import ALL_NOTES, condition_notes
 
 EVERY = "every note"
 """The key of the bitmap of every note (what ``not`` takes the others from)."""
-DENSE = 20
-"""A tree passing more than one note in this many is paged from the notes in date order."""
+SCAN_PER_NOTE = 8
+"""Notes read in date order, at most, for each note passing, before the page is taken from
+the passing notes listed (``page``)."""
+SCAN_LEAST = 4096
 _CHECK_EVERY = 4096
 LISTED = (
     "SELECT n.id AS id, coalesce(n.created_at, '') AS day FROM json_each(?) j"
@@ -142,21 +145,26 @@ def page(
 ) -> list[int]:
     """The ids of the notes passing, newest first (undated last, then by id, descending), from
     ``offset``, at most ``limit``, of a vault of ``vault_notes``; ``check()`` is called while
-    it reads."""
+    it reads.
+
+    The notes are read in date order (the covering index ``notes_by_date``, about 0.4 µs a
+    note) and checked against the bitmap, for at most ``SCAN_PER_NOTE`` notes a note passing:
+    a page of 50 of 2,300 notes passing at 100,000 is found in about 2,200 notes (1 ms). When
+    the page is not full by then (the passing notes are the oldest), the passing notes are
+    listed and sorted in SQL instead (about 4 µs a note passing: the id list, then a lookup of
+    each note's date), so that no page costs more than twice the cheaper of the two."""
     count = notes.count
     if count <= offset:
         return []
-    if count * DENSE < vault_notes:
-        rows = conn.execute(
-            f"{LISTED}{NEWEST_FIRST} LIMIT ? OFFSET ?", (json.dumps(notes.ids()), limit, offset)
-        )
-        return [int(r[0]) for r in rows]
+    budget = max(SCAN_PER_NOTE * count, SCAN_LEAST)
     members = notes.member
     size = len(members)
     out: list[int] = []
     seen = 0
     by_date = conn.execute("SELECT id FROM notes ORDER BY created_at DESC, id DESC")
     for n, (i,) in enumerate(by_date):
+        if n >= budget:
+            break
         if not n % _CHECK_EVERY:
             check()
         at = i >> 3
@@ -165,8 +173,14 @@ def page(
             if seen > offset:
                 out.append(i)
                 if len(out) >= limit:
-                    break
-    return out
+                    return out
+    else:
+        return out  # every note read: the page is what passes
+    by_date.close()
+    rows = conn.execute(
+        f"{LISTED}{NEWEST_FIRST} LIMIT ? OFFSET ?", (json.dumps(notes.ids()), limit, offset)
+    )
+    return [int(r[0]) for r in rows]
 
 
 __all__ = ["EVERY", "LISTED", "NEWEST_FIRST", "NoteBits", "evaluate", "page"]
