@@ -26,6 +26,7 @@ import os
 import secrets
 import stat as stat_mod
 import struct
+import threading
 from collections.abc import Callable, Sequence
 
 from engram_ls.core.errors import InvalidRequest, OutsideVault
@@ -212,6 +213,7 @@ _STATX_BTIME = 0x800
 _STATX_SIZE = 256
 _BTIME_AT = 80
 """Where ``stx_btime`` (``tv_sec`` int64, ``tv_nsec`` uint32) is in ``struct statx``."""
+_statx_buf = threading.local()
 
 
 def _birth_ns(fd: int) -> int | None:
@@ -219,7 +221,9 @@ def _birth_ns(fd: int) -> int | None:
     system does not keep one."""
     if _STATX is None:
         return None
-    buf = ctypes.create_string_buffer(_STATX_SIZE)
+    buf = getattr(_statx_buf, "buf", None)
+    if buf is None:  # one buffer a thread: a build asks for every note
+        buf = _statx_buf.buf = ctypes.create_string_buffer(_STATX_SIZE)
     if _STATX(fd, b"", _AT_EMPTY_PATH, _STATX_BTIME, buf) != 0:
         return None
     (mask,) = struct.unpack_from("=I", buf, 0)

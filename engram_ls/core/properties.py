@@ -57,6 +57,12 @@ class Prop(NamedTuple):
     """Whether the value is an item of a list."""
 
 
+def _prop(fields: tuple[str, Kind, str | int | float, bool]) -> Prop:
+    """A ``Prop`` of its four fields, without the Python-level ``__new__`` a NamedTuple's
+    call runs (the most values of a note are made here)."""
+    return tuple.__new__(Prop, fields)
+
+
 def typed(value: object) -> tuple[Kind, str | int | float] | None:
     """The kind and stored form of one scalar value; None for a list or a mapping."""
     if isinstance(value, str):  # the most common first: parsing a note pays for each value
@@ -114,7 +120,10 @@ def _add(out: list[Prop], meta: Mapping[Any, Any], prefix: str, depth: int, item
     for key, value in meta.items():
         name = prefix + (key if isinstance(key, str) else scalar_text(key) or "null").casefold()
         if len(name) <= MAX_NAME:
-            _value(out, name, value, depth, item)
+            if type(value) is str and depth <= MAX_DEPTH:  # most values: _value without its calls
+                out.append(_text(name, value, item))
+            else:
+                _value(out, name, value, depth, item)
         if len(out) >= MAX_ROWS:
             return
 
@@ -122,7 +131,8 @@ def _add(out: list[Prop], meta: Mapping[Any, Any], prefix: str, depth: int, item
 def _value(out: list[Prop], name: str, value: Any, depth: int, item: bool) -> None:
     if depth > MAX_DEPTH or len(out) >= MAX_ROWS:
         return
-    if isinstance(value, Mapping):
+    # YAML's scalars first: ``isinstance(x, Mapping)`` of one is an ABC's slow check
+    if not isinstance(value, _SCALARS) and isinstance(value, Mapping):
         if value:
             _add(out, value, name + ".", depth + 1, item)
         else:
@@ -131,11 +141,26 @@ def _value(out: list[Prop], name: str, value: Any, depth: int, item: bool) -> No
         if not value:
             out.append(Prop(name, "null", "", True))
         for part in value:
-            _value(out, name, part, depth + 1, True)
+            if type(part) is str and depth < MAX_DEPTH and len(out) < MAX_ROWS:
+                out.append(_text(name, part, True))
+            else:
+                _value(out, name, part, depth + 1, True)
     else:
         found = typed(value)
         if found is not None:
             out.append(Prop(name, found[0], found[1], item))
+
+
+_SCALARS = (str, int, float, dt.date, type(None))
+"""The types of YAML's scalars (``bool`` is an ``int``, ``datetime`` a ``date``)."""
+
+
+def _text(name: str, value: str, item: bool) -> Prop:
+    """``typed`` of a ``str`` value, as a ``Prop``."""
+    day = iso_date(value) if value[:1].isdigit() else None
+    if day is None:
+        return _prop((name, "text", value[:MAX_TEXT], item))
+    return _prop((name, "date", day, item))
 
 
 def scalar_text(value: object) -> str | None:

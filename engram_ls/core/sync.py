@@ -298,6 +298,8 @@ class Syncer:
             assert w is not None
             w.set_state(busy_state)
             w.set_meta("fingerprint", self.fingerprint)
+            if cold:
+                w.defer_indexes()
             report.removed += w.delete_paths(gone)
             if cold or len(todo) > CHUNK:
                 tx.close()  # say "building"/"stale" before the long part starts

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from engram_ls.core.index.schema import PROP_NOTE
 from engram_ls.core.service import Engram
 
 Contents = dict[str, Any]
@@ -58,7 +59,7 @@ def contents(index_file: Path) -> Contents:
             "props": sorted(
                 (path_of.get(n), k, kind, str(v), item)
                 for k, kind, v, n, item in conn.execute(
-                    "SELECT key, kind, value, note_id, item FROM props"
+                    f"SELECT key, kind, value, {PROP_NOTE}, item FROM props"
                 )
             ),
             "fts": sorted(

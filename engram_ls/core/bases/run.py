@@ -30,6 +30,7 @@ from engram_ls.core.bases.expr import BaseError, Expr, references
 from engram_ls.core.bases.plan import compile_filters, filter_names, passes
 from engram_ls.core.bases.spec import Base, View
 from engram_ls.core.bases.values import Duration, Row, moment, to_text, type_name
+from engram_ls.core.index.schema import PROP_BITS, PROP_NOTE
 from engram_ls.core.index.snapshot_cache import Memo
 from engram_ls.core.properties import CODES
 from engram_ls.core.search.where import FOLDED, condition, file_value
@@ -228,9 +229,10 @@ class _Reader:
     def _props(self, chunk: str, names: list[str], out: dict[int, Row]) -> None:
         found: dict[tuple[int, str], list[tuple[Any, int]]] = {}
         for i, key, kind, value, item in self.conn.execute(
-            "SELECT p.note_id, p.key, p.kind, p.value, p.item FROM json_each(?) j CROSS"
-            " JOIN props p ON p.note_id = j.value"
-            f" WHERE p.key IN ({','.join('?' * len(names))})",
+            f"SELECT p.{PROP_NOTE}, p.key, p.kind, p.value, p.item FROM json_each(?) j CROSS"
+            f" JOIN props p ON p.id BETWEEN j.value << {PROP_BITS}"
+            f" AND (j.value << {PROP_BITS}) + {(1 << PROP_BITS) - 1}"
+            f" WHERE +p.key IN ({','.join('?' * len(names))})",  # the range, not the index
             (chunk, *names),
         ):
             found.setdefault((i, key), []).append((_value(_KINDS[kind], value), int(item)))
@@ -312,7 +314,7 @@ def _streamed(
     ranks = sorted(CODES[k] for k in ("bool", "date", "number", "text"))  # b d n t
     direction = "DESC" if desc else "ASC"
     rows = conn.execute(  # the key's index alone: a note's path only once it passes
-        "SELECT note_id, kind, value FROM props"
+        f"SELECT {PROP_NOTE}, kind, value FROM props"
         f" WHERE key = ? AND kind IN ({','.join('?' * len(ranks))})"
         f" ORDER BY kind {direction}, value {direction}",
         (name, *ranks),

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engram_ls.core.errors import InvalidRequest
+from engram_ls.core.index.schema import PROP_NOTE, prop_range
 from engram_ls.core.properties import CODES, Kind
 
 ANY = "*"
@@ -38,19 +39,20 @@ def note_pairs(rows: Iterable[tuple[str, str, Any, int]]) -> set[tuple[str, str]
     """The (key, kind) pairs one note counts in, from its ``props`` rows (key, kind letter,
     value, item)."""
     out: set[tuple[str, str]] = set()
+    add = out.add
     for key, kind, _value, item in rows:
-        out.add((key, ANY))
-        out.add((key, kind))
+        add((key, ANY))
+        add((key, kind))
         if item:
-            out.add((key, LIST))
+            add((key, LIST))
     return out
 
 
 def stored_pairs(conn: sqlite3.Connection, note_id: int) -> set[tuple[str, str]]:
     """The pairs of a note as the index holds them (before its rows are deleted)."""
     rows = conn.execute(
-        "SELECT key, kind, '', max(item) FROM props WHERE note_id = ? GROUP BY key, kind",
-        (note_id,),
+        "SELECT key, kind, '', max(item) FROM props WHERE id BETWEEN ? AND ? GROUP BY key, kind",
+        prop_range(note_id),
     )
     return note_pairs(rows)
 
@@ -74,12 +76,12 @@ def apply(conn: sqlite3.Connection, delta: Delta) -> None:
 def recount(conn: sqlite3.Connection) -> None:
     """The counts again from ``props`` (what ``apply`` keeps; for checks and repairs)."""
     conn.execute("DELETE FROM prop_stats")
+    notes = f"count(DISTINCT {PROP_NOTE})"
     conn.execute(
         "INSERT INTO prop_stats (key, kind, notes)"
-        " SELECT key, ?, count(DISTINCT note_id) FROM props GROUP BY key"
-        " UNION ALL SELECT key, kind, count(DISTINCT note_id) FROM props GROUP BY key, kind"
-        " UNION ALL SELECT key, ?, count(DISTINCT note_id) FROM props WHERE item > 0"
-        " GROUP BY key",
+        f" SELECT key, ?, {notes} FROM props GROUP BY key"
+        f" UNION ALL SELECT key, kind, {notes} FROM props GROUP BY key, kind"
+        f" UNION ALL SELECT key, ?, {notes} FROM props WHERE item > 0 GROUP BY key",
         (ANY, LIST),
     )
 

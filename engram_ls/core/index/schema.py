@@ -37,8 +37,13 @@ Layout:
   embedding pass, so that an unchanged text is not embedded again, then deleted.
 - ``props``: every frontmatter value of every note, typed (``core.properties``): the property's
   case-folded name, its kind's letter (``properties.CODES``), the value (text, number, 0/1,
-  ISO date, ``''`` for null) and whether it is a list item. Keyed so that a condition on one
-  property and kind (``status = done``, ``priority >= 2``) is one range of the key.
+  ISO date, ``''`` for null) and whether it is a list item, once per note and value. A row's
+  id is its note's id shifted by ``PROP_BITS`` plus its place among the note's values, so that
+  a note's values are one range of the table (read, replaced and deleted without an index,
+  and a cold build appends them); ``props_by_value`` makes a condition on one property and
+  kind (``status = done``, ``priority >= 2``) one range of an index, the note's id read from
+  the row id (``PROP_NOTE``). A cold build fills the table without the index and makes it
+  at the end (``Batch.defer_prop_index``): sorted once rather than kept in order row by row.
 - ``prop_stats``: how many notes have each property, and of each kind (``core.index.prop_stats``),
   kept exact by every write: property completion and hover.
 - ``meta``: state, generation counter, timestamps, config fingerprint; ``semantic_*``: the
@@ -47,13 +52,38 @@ Layout:
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 14
 """Stored in ``PRAGMA user_version``. Bump on any change below: old indexes are rebuilt."""
+
+PROP_BITS = 10
+"""Bits of a ``props`` row id below its note's id: room for ``properties.MAX_ROWS`` values."""
+PROP_NOTE = f"id >> {PROP_BITS}"
+"""SQL: the note id of a ``props`` row."""
+BUILT_LAST = {
+    "notes_by_date": "notes (created_at)",
+    "notes_by_title": "notes (title_key)",
+    "notes_by_stem": "notes (stem_key)",
+    "links_by_key": "links (key)",
+    "props_by_value": "props (key, kind, value, item)",
+}
+"""The indexes a cold build makes at its end (``Batch.defer_indexes``), by name: each keeps
+rows in an order their notes do not come in (dates, titles, link targets, values), so that
+kept in order row by row they cost more than sorted once."""
+INDEXES_BUILT_LAST = ";\n".join(
+    f"CREATE INDEX IF NOT EXISTS {name} ON {what}" for name, what in BUILT_LAST.items()
+)
+
+
+def prop_range(note_id: int) -> tuple[int, int]:
+    """The first and last ``props`` row id a note's values can have."""
+    first = note_id << PROP_BITS
+    return first, first + (1 << PROP_BITS) - 1
+
 
 NO_DATE = ""
 """``note_topics.created_at`` for undated notes (a primary key column cannot be NULL)."""
 
-DDL = """
+DDL = f"""
 CREATE TABLE meta (
     key   TEXT PRIMARY KEY,
     value ANY
@@ -77,9 +107,6 @@ CREATE TABLE notes (
     born_ns     INTEGER NOT NULL DEFAULT 0  -- when the file was created (file.ctime)
 ) STRICT;
 
-CREATE INDEX notes_by_date ON notes (created_at);
-CREATE INDEX notes_by_title ON notes (title_key);
-CREATE INDEX notes_by_stem ON notes (stem_key);
 
 CREATE TABLE aliases (
     key      TEXT NOT NULL,
@@ -91,15 +118,12 @@ CREATE TABLE aliases (
 CREATE INDEX aliases_by_note ON aliases (note_id);
 
 CREATE TABLE props (
+    id       INTEGER PRIMARY KEY,  -- note id << PROP_BITS | the value's place in the note
     key      TEXT NOT NULL,
     kind     TEXT NOT NULL,
     value    ANY NOT NULL,
-    note_id  INTEGER NOT NULL,
-    item     INTEGER NOT NULL,  -- 0 for a single value, n for the nth item of a list
-    PRIMARY KEY (key, kind, value, note_id)
-) STRICT, WITHOUT ROWID;
-
-CREATE INDEX props_by_note ON props (note_id);
+    item     INTEGER NOT NULL  -- 0 for a single value, n for the nth item of a list
+) STRICT;
 
 CREATE TABLE prop_stats (
     key    TEXT NOT NULL,
@@ -164,7 +188,6 @@ CREATE TABLE links (
     PRIMARY KEY (note_id, line, seq)
 ) STRICT, WITHOUT ROWID;
 
-CREATE INDEX links_by_key ON links (key);
 
 CREATE VIRTUAL TABLE notes_fts USING fts5 (
     title, summary, topics, body,
@@ -203,4 +226,6 @@ CREATE TABLE embedded (
     note_id  INTEGER PRIMARY KEY,
     hash     BLOB NOT NULL
 ) STRICT;
+
+{INDEXES_BUILT_LAST};
 """

@@ -3,10 +3,10 @@ means over a parsed note.
 
 Each condition is one SELECT of the notes passing it (``condition_notes``), which
 ``where_bits`` reads as a bitmap and combines. A condition on a frontmatter property is one
-range of the ``props`` key (``key, kind, value, note_id``). File properties read ``notes``
-(``file.path``, ``file.size`` from their columns; the others through ``engram_file``, the same
-``file_value`` the scan path uses), ``note_topics`` (``file.tags``) and ``links``
-(``file.links``).
+range of the ``props_by_value`` index (``key, kind, value, item``; the note is in the row id).
+File properties read ``notes`` (``file.path``, ``file.size`` from their columns; the others
+through ``engram_file``, the same ``file_value`` the scan path uses), ``note_topics``
+(``file.tags``) and ``links`` (``file.links``).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
+from engram_ls.core.index.schema import PROP_NOTE
 from engram_ls.core.properties import CODES
 from engram_ls.core.search.where import (
     FILE_PROPS,
@@ -51,7 +52,7 @@ def condition_notes(c: Cond) -> tuple[str, list[Any]]:
 
 def _props(c: Cond) -> tuple[str, list[Any]]:
     """The notes with a frontmatter value passing ``c``."""
-    select = "SELECT note_id AS id FROM props WHERE key = ?"
+    select = f"SELECT {PROP_NOTE} AS id FROM props WHERE key = ?"
     params: list[Any] = [c.prop]
     if c.single and c.op != "exists":
         select += " AND item = 0"
