@@ -8,12 +8,12 @@ the nearest vault at or above the file (or the current folder).
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
+from engram_ls.core.bases.table import markdown_table, write_csv
 from engram_ls.core.vault import find_vault_root
 
 
@@ -38,70 +38,10 @@ def cmd_query(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(result)
     elif args.csv:
-        write_csv(result)
+        write_csv(result, sys.stdout)
     else:
         sys.stdout.write(markdown_table(result))
     return EXIT_OK
-
-
-def cell(value: Any) -> str:
-    """A value as a cell's text."""
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    if isinstance(value, list):
-        return ", ".join(cell(v) for v in value)
-    return str(value)
-
-
-def markdown_table(result: dict[str, Any]) -> str:
-    """The view as a Markdown table (groups as rows of their own, summaries last), with a
-    line saying how many notes passed."""
-    columns = result["columns"]
-    head = [c["name"] for c in columns]
-    lines = [_row(head), _row(["---"] * len(head))]
-    grouped = "groups" in result
-    last: Any = object()
-    for row in result["rows"]:
-        if grouped and row["group"] != last:
-            last = row["group"]
-            lines.append(_row([f"**{cell(last) or '(none)'}**", *[""] * (len(head) - 1)]))
-        lines.append(_row([cell(row["values"].get(c["property"])) for c in columns]))
-    summaries = result.get("summaries") or {}
-    if summaries:
-        lines.append(
-            _row(
-                [
-                    f"{summaries[c['property']]['summary']}: "
-                    f"{cell(summaries[c['property']]['value'])}"
-                    if c["property"] in summaries
-                    else ""
-                    for c in columns
-                ]
-            )
-        )
-    shown, total = len(result["rows"]), result["total"]
-    lines.append("")
-    lines.append(
-        f"{result['view'] or 'view'}: {shown} of {total} notes; "
-        f"served by {result['index']['served_by']}, {result['elapsed_ms']:.1f} ms"
-    )
-    return "\n".join(lines) + "\n"
-
-
-def _row(cells: list[str]) -> str:
-    return "| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |"
-
-
-def write_csv(result: dict[str, Any]) -> None:
-    writer = csv.writer(sys.stdout, lineterminator="\n")
-    columns = result["columns"]
-    writer.writerow(["path", *[c["name"] for c in columns]])
-    for row in result["rows"]:
-        writer.writerow([row["path"], *[cell(row["values"].get(c["property"])) for c in columns]])
 
 
 def add_query_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -130,4 +70,4 @@ def add_query_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.set_defaults(func=cmd_query)
 
 
-__all__ = ["add_query_command", "cell", "markdown_table"]
+__all__ = ["add_query_command"]

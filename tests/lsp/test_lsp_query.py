@@ -34,6 +34,17 @@ async def test_engram_query_runs_a_base_from_its_file_its_buffer_or_text(
     assert out["rows"][1]["values"]["formula.value"] == 62.5
     late = await request(client, "engram/query", {"uri": base.as_uri(), "view": "Late"})
     assert [r["path"] for r in late["rows"]] == ["projects/beta.md"]
+    assert "markdown" not in late
+    shown = await request(client, "engram/query", {"uri": base.as_uri(), "format": "markdown"})
+    table = shown["markdown"].splitlines()
+    assert table[0] == "| file.name | status | priority | formula.value |"
+    # each row's first cell opens its note; the rest is what `engram query` prints
+    alpha = (root / "projects" / "alpha.md").as_uri()
+    assert table[3].startswith(f"| [alpha.md](<{alpha}>) | ") and "| 62.5 |" in table[3]
+    assert table[-1].startswith("Priority: 3 of 3 notes; served by index")
+    with pytest.raises(JsonRpcException) as info:
+        await request(client, "engram/query", {"uri": base.as_uri(), "format": "html"})
+    assert info.value.data["code"] == "ENGRAM_INVALID_REQUEST"
 
     # The open buffer, not the file: an edit not saved yet is what runs.
     edited = base.read_text("utf-8").replace("direction: DESC", "direction: ASC")
@@ -51,6 +62,11 @@ async def test_engram_query_runs_a_base_from_its_file_its_buffer_or_text(
         client, "engram/query", {"uri": (root / "dashboard.md").as_uri(), "block": 2}
     )
     assert [r["path"] for r in books["rows"]] == ["reading/Textbook.md", "reading/book-one.md"]
+    # the block at an editor's cursor (lines from 0): above the first, in it, in the second
+    dashboard = (root / "dashboard.md").as_uri()
+    for line, view in [(0, "Open"), (9, "Open"), (15, "Open"), (17, "Books"), (40, "Books")]:
+        at = await request(client, "engram/query", {"uri": dashboard, "line": line})
+        assert at["view"] == view, line
     text = await request(
         client, "engram/query", {"text": "filters: 'rating >= 4'\nviews: [{name: r}]"}
     )

@@ -30,11 +30,18 @@ QUERY_SECONDS = 10.0
 
 
 def read_base(
-    engram: Engram, *, path: str | None = None, text: str | None = None, block: int | None = None
+    engram: Engram,
+    *,
+    path: str | None = None,
+    text: str | None = None,
+    block: int | None = None,
+    line: int | None = None,
 ) -> tuple[Base, str | None]:
     """The base of a vault path or of text (``.base`` content, or a note with a ```` ```base ````
     block), and the vault path it came from. With both, ``text`` is the content of ``path``
-    (an editor's buffer of it): the path names the base and says whether it is a note."""
+    (an editor's buffer of it): the path names the base and says whether it is a note. A
+    note's block is ``block`` (from 1), else the one at ``line`` (``block_at``), else the
+    first."""
     if path is None and text is None:
         raise InvalidRequest("give a base as a path in the vault or as text")
     rel = engram.vault.rel(path) if path is not None else None
@@ -58,7 +65,7 @@ def read_base(
     try:
         if markdown:
             blocks = base_blocks(text)
-            n = block or 1
+            n = block or (block_at(blocks, line) if line is not None else 1)
             if not 1 <= n <= len(blocks):
                 found = f"it has {len(blocks)}" if blocks else "it has none"
                 raise BaseError(f"no base block number {n} (a ```base block; {found})")
@@ -69,6 +76,16 @@ def read_base(
         return load_base(text), rel
     except BaseError as err:
         raise invalid(err, rel) from None
+
+
+def block_at(blocks: list[tuple[str, int]], line: int) -> int:
+    """The number (from 1) of the block at the 0-based ``line`` of a note (an editor's cursor):
+    the last block whose opening fence is at or above it, else the first."""
+    found = 1
+    for n, (_body, first) in enumerate(blocks, 1):
+        if first - 1 <= line:  # ``first``: the line after the fence, from 0
+            found = n
+    return found
 
 
 def invalid(err: BaseError, rel: str | None = None) -> InvalidRequest:
@@ -91,12 +108,13 @@ def query(
     text: str | None = None,
     view: str | None = None,
     block: int | None = None,
+    line: int | None = None,
     cancel: threading.Event | None = None,
 ) -> dict[str, Any]:
     """One view of a base (the first without ``view``) as JSON: its columns, its rows, the
     number of notes passing, groups and summaries, and what answered it."""
     t0 = time.perf_counter()
-    base, rel = read_base(engram, path=path, text=text, block=block)
+    base, rel = read_base(engram, path=path, text=text, block=block, line=line)
     try:
         chosen = pick_view(base, view)
     except BaseError as err:
@@ -126,4 +144,4 @@ def query(
     return out
 
 
-__all__ = ["QUERY_SECONDS", "invalid", "query", "read_base"]
+__all__ = ["QUERY_SECONDS", "block_at", "invalid", "query", "read_base"]

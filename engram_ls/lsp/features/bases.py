@@ -10,10 +10,13 @@ properties most used first, ``file.`` fields and functions, ``formula.`` names o
 the global functions, and methods after another ``.``. Hover on a property: its kind and
 counts in the vault (as in the frontmatter), a file property's meaning.
 
-Params ``{uri, view?, block?}`` (a ``.base`` file of a vault, or a note with ```` ```base ````
-blocks; its open buffer when the editor has it open, unsaved edits included) or
-``{text, uri?, view?}`` (the base as text; ``uri`` picks the vault). The result is
-``Engram.query``'s (docs/queries.md), each row with the ``uri`` of its note. An error in the
+Params ``{uri, view?, block?, line?, format?}`` (a ``.base`` file of a vault, or a note with
+```` ```base ```` blocks: ``block`` from 1, else the one at ``line``, an editor's cursor, from 0;
+its open buffer when the editor has it open, unsaved edits included)
+or ``{text, uri?, view?, format?}`` (the base as text; ``uri`` picks the vault). The result is
+``Engram.query``'s (docs/queries.md), each row with the ``uri`` of its note; with ``format``
+``markdown`` also ``markdown``, the view as the table ``engram query`` prints, each row's first
+cell a link to its note (what the editors' "run base" commands show). An error in the
 base is ``-32602`` whose ``data`` names the part, line, column and unsupported construct.
 """
 
@@ -32,6 +35,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 
 from engram_ls.core.bases.expr import GLOBALS, BaseError
 from engram_ls.core.bases.spec import Base, Ref, base_blocks, load_base
+from engram_ls.core.bases.table import markdown_table
 from engram_ls.core.bases.values import METHOD_TYPES
 from engram_ls.core.errors import EngramError
 from engram_ls.core.search.where import FILE_PROPS
@@ -64,6 +68,12 @@ async def query(ls: EngramLanguageServer, params: Any) -> dict[str, Any]:
         raise _bad("view is the name of a view")
     if block is not None and (not isinstance(block, int) or isinstance(block, bool)):
         raise _bad("block is the number of a ```base block, from 1")
+    line = params.get("line")
+    if line is not None and (not isinstance(line, int) or isinstance(line, bool) or line < 0):
+        raise _bad("line is a line of the note, from 0: its ```base block is the one run")
+    form = params.get("format", "json")
+    if form not in ("json", "markdown"):
+        raise _bad("format is json (the default) or markdown")
     await ls.ready()
     vault, rel = ls.request_vault(uri)
     source: dict[str, Any] = {"text": text} if text is not None else {"path": rel}
@@ -75,7 +85,7 @@ async def query(ls: EngramLanguageServer, params: Any) -> dict[str, Any]:
     cancel = threading.Event()
     try:
         out = await ls.run(
-            lambda: vault.engram.query(**source, view=view, block=block, cancel=cancel)
+            lambda: vault.engram.query(**source, view=view, block=block, line=line, cancel=cancel)
         )
     except asyncio.CancelledError:
         cancel.set()
@@ -84,6 +94,8 @@ async def query(ls: EngramLanguageServer, params: Any) -> dict[str, Any]:
         raise convert.to_jsonrpc_error(exc) from None
     for row in out["rows"]:
         row["uri"] = vault.engram.vault.uri(row["path"])
+    if form == "markdown":  # what an editor shows as it is: the CLI's table, rows linked
+        out["markdown"] = markdown_table(out, links=True)
     return out
 
 
