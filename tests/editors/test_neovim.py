@@ -313,6 +313,34 @@ def test_related_without_server_support_is_an_error_message(e2e: dict[str, Any])
     assert result["title"] == "e2e-pending"
 
 
+def test_base_runs_the_open_base_into_a_scratch_buffer(e2e: dict[str, Any]) -> None:
+    """`:Engram base` on bases/work.base (a yaml.base buffer the client serves): its first view
+    as the server's Markdown table in a read-only scratch buffer, rows linked to their notes;
+    `:Engram base NAME` another view (grouped, with its summary); an unknown view the
+    server's error at ERROR level."""
+    r = step(e2e, "base")
+    assert r["filetype"] == "yaml.base" and r["attached"] == "engram_ls"
+    first = r["first"]
+    assert first["current"] and first["filetype"] == "markdown" and not first["modifiable"]
+    assert first["buftype"] == "nofile"
+    lines = first["lines"]
+    assert lines[0] == "# bases/work.base · Open work"
+    assert lines[2] == "Views: Open work, By status, Rated (:Engram base {view})"
+    assert lines[4] == "| file.name | Status | priority | due | formula.overdue |"
+    rows = [line for line in lines[6:] if line.startswith("| [")]
+    assert rows and all("](<file://" in row for row in rows)
+    assert re.match(r"Open work: \d+ of \d+ notes; served by index", lines[-1])
+    grouped = r["grouped"]["lines"]
+    assert grouped[0] == "# bases/work.base · By status"
+    assert any(line.startswith("| **") for line in grouped)  # a group's row
+    assert any("Average: " in line for line in grouped)  # the summary row
+    missing = r["missing"]
+    assert missing["lines"] == []
+    assert [n["level"] for n in missing["notes"]] == [4]  # vim.log.levels.ERROR
+    assert "work.base: " in missing["notes"][0]["msg"] and "No such view" in missing["notes"][0]["msg"]
+    assert "base" in r["complete"]
+
+
 def test_search_bang_uses_vim_ui_select(e2e: dict[str, Any]) -> None:
     select = step(e2e, "select")
     assert select["answered"]

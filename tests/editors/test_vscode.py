@@ -109,6 +109,14 @@ def test_vsix_contents(vsix: Path) -> None:
         "engram.reindex": "Reindex",
         "engram.showStatus": "Show Index Status",
         "engram.relatedNotes": "Related Notes",
+        "engram.runBase": "Run Base View",
+    }
+    # the base's own toolbar button, on .base files only
+    (title,) = manifest["contributes"]["menus"]["editor/title"]
+    assert title == {
+        "command": "engram.runBase",
+        "when": "resourceExtname == .base",
+        "group": "navigation",
     }
     properties = manifest["contributes"]["configuration"]["properties"]
     assert "engram.server.command" in properties
@@ -250,6 +258,16 @@ def test_a_refused_mode_is_shown_in_the_picker(e2e: dict[str, Any]) -> None:
     assert refused["title"].endswith(" [ENGRAM_UNSUPPORTED_MODE] · semantic mode")
     message = refused["title"].removeprefix("Engram: ").removesuffix(" · semantic mode")
     assert refused["rows"] == [f"warning  {message}"]
+
+
+def test_run_base_view_in_code_server(e2e: dict[str, Any]) -> None:
+    """"Engram: Run Base View" on bases/work.base: a picker of its three views; the chosen one
+    ("By status": grouped, with an average) opens beside it as a read-only Markdown document,
+    each row linked to its note."""
+    base = e2e["checks"]["base"]
+    assert [v.split(",")[0] for v in base["views"]][1:] == ["By status", "Rated"], base
+    assert base["tab"] == "work.base · By status.md"
+    assert "Average: 4.25" in base["text"] and base["readOnly"]
 
 
 def test_related_notes_in_code_server(e2e: dict[str, Any], server_says: dict[str, Any]) -> None:

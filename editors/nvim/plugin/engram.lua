@@ -5,12 +5,15 @@ if vim.g.loaded_engram or vim.fn.has('nvim-0.10') == 0 then
 end
 vim.g.loaded_engram = true
 
+-- Obsidian bases: YAML, served by engram-ls (diagnostics, completion, `:Engram base`).
+vim.filetype.add({ extension = { base = 'yaml.base' } })
+
 vim.api.nvim_create_user_command('Engram', function(opts)
   require('engram.commands').run(opts)
 end, {
   nargs = '+',
   bang = true,
-  desc = 'Engram: search {query} | related | reindex | status',
+  desc = 'Engram: search {query} | related | base [view] | reindex | status',
   complete = function(arglead, cmdline)
     return require('engram.commands').complete(arglead, cmdline)
   end,

@@ -16,6 +16,8 @@
 //      change what the server answers (`colou?r` as text, literal and regex), a semantic
 //      search shows the server's answer, and `engram.search.mode` applies without a restart;
 //   3b. "Engram: Related Notes" on a note lists its related notes (or the server's error);
+//   3c. "Engram: Run Base View" on bases/work.base offers its views and shows the chosen one
+//      as a read-only Markdown table beside it, its rows linked to their notes;
 //   4. "Engram: Show Index Status" lists the vault; its Reindex restarts engram-ls (new pid);
 //   5. a workspace setting naming a missing server command restarts the client, shows the
 //      error with its fix and "not running"; removing it brings the server back to ready;
@@ -411,7 +413,8 @@ async function checkSearchModes(page, vault) {
     'a new picker to start in text mode again',
     async () => {
       await runCommand(page, 'Engram: Search Notes');
-      const title = await page.locator('.quick-input-widget .quick-input-title').innerText();
+      // The title is set once the picker is up (blank for a moment): wait for its mode.
+      const title = await pickerTitle(page, ' · \\w+ mode$', 'the picker to name its mode').catch(() => '');
       await page.keyboard.press('Escape');
       return / · text mode$/.test(title);
     },
@@ -474,6 +477,63 @@ async function checkRelated(page) {
   } else {
     // Close the error toast so it does not hide later checks.
     await page.keyboard.press('Escape');
+  }
+}
+
+async function checkBase(page) {
+  // bases/work.base has three views: the picker offers them; the second opens as a read-only
+  // Markdown document beside the base, its rows linked to their notes.
+  await page.mouse.move(700, 600);
+  await openFile(page, 'bases/work.base');
+  await runCommand(page, 'Engram: Run Base View');
+  const views = await waitFor(
+    'the picker of the base\'s views',
+    async () => {
+      const title = await page.locator('.quick-input-widget .quick-input-title').innerText().catch(() => '');
+      if (!/^Engram: views of bases\/work\.base/.test(title)) {
+        return undefined;
+      }
+      const rows = await quickPickRows(page);
+      return rows.length === 3 ? rows : undefined;
+    },
+    20000,
+  );
+  await page.locator('.quick-input-widget .quick-input-box input').fill('By status');
+  await page.keyboard.press('Enter');
+  const tabName = 'work.base · By status.md';
+  await page.locator('.tabs-container .tab.active', { hasText: tabName }).waitFor({ timeout: 20000 });
+  // The editor's text as rendered (spaces as no-break spaces, long lines wrapped).
+  const shown = async () =>
+    (
+      await page
+        .locator('.editor-group-container.active .monaco-editor .view-lines')
+        .first()
+        .innerText()
+        .catch(() => '')
+    ).replace(/\u00a0/g, ' ');
+  const text = await waitFor(
+    'the view\'s table in the editor',
+    async () => {
+      const lines = await shown();
+      return /Average: 4\.25/.test(lines) ? lines : undefined;
+    },
+    15000,
+  );
+  // Typing into it changes nothing: a document of its provider is read-only.
+  await page.keyboard.type('x');
+  await sleep(300);
+  const after = await shown();
+  result.checks.base = { views, tab: tabName, text, readOnly: after === text };
+  log(`base view: ${JSON.stringify(result.checks.base)}`);
+  await shot(page, '05e-base-view');
+  if (!/# bases\/work\.base · By status/.test(text) || !/\| \*\*doing\*\*/.test(text)) {
+    throw new Error(`the view's document does not hold the grouped table: ${text}`);
+  }
+  if (!/\[lsp-server\.md\]\(<file:\/\//.test(text)) {
+    throw new Error(`the rows do not link to their notes: ${text}`);
+  }
+  if (after !== text) {
+    throw new Error('the view\'s document took an edit');
   }
 }
 
@@ -684,6 +744,7 @@ async function main() {
       ['search notes', checkSearch],
       ['search modes', (p) => checkSearchModes(p, vault)],
       ['related notes', checkRelated],
+      ['run a base view', checkBase],
       ['index status and reindex', checkStatusAndReindex],
       ['restart on setting change', (p) => checkSettingsRestart(p, vault)],
       ['a refused mode in the picker', (p) => checkModeRefused(p, vault)],

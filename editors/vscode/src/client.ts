@@ -72,7 +72,11 @@ export function createClient({ server, settings, output, onProgress }: ClientPar
     transport: TransportKind.stdio,
   };
   const clientOptions: LanguageClientOptions = {
-    documentSelector: [{ scheme: 'file', language: 'markdown' }],
+    // Notes, and Obsidian bases: diagnostics, completion and hover in .base files.
+    documentSelector: [
+      { scheme: 'file', language: 'markdown' },
+      { scheme: 'file', pattern: '**/*.base' },
+    ],
     initializationOptions: settings().serverSettings,
     outputChannel: output,
     revealOutputChannelOn: RevealOutputChannelOn.Never,

@@ -12,6 +12,7 @@ export const Commands = {
   reindex: 'engram.reindex',
   showStatus: 'engram.showStatus',
   relatedNotes: 'engram.relatedNotes',
+  runBase: 'engram.runBase',
 } as const;
 
 /** Custom requests of engram-ls (docs/lsp.md). */
@@ -19,7 +20,11 @@ export const Methods = {
   search: 'engram/search',
   status: 'engram/status',
   related: 'engram/related',
+  query: 'engram/query',
 } as const;
+
+/** The URI scheme of the read-only documents "Engram: Run Base View" shows. */
+export const BASE_SCHEME = 'engram-base';
 
 /** The default server program, looked up on PATH. */
 export const DEFAULT_SERVER = 'engram-ls';

@@ -1,6 +1,7 @@
 /** Wiring only: settings, the server session, the status bar and the commands. */
 import * as vscode from 'vscode';
-import { Commands, CONFIG_SECTION, OUTPUT_CHANNEL } from './constants';
+import { BaseViews, runBaseView } from './base';
+import { BASE_SCHEME, Commands, CONFIG_SECTION, OUTPUT_CHANNEL } from './constants';
 import { describeVaults } from './indexState';
 import { relatedNotes } from './related';
 import { searchNotes } from './search';
@@ -33,9 +34,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     await current.restart();
   };
 
+  const baseViews = new BaseViews();
+
   context.subscriptions.push(
     output,
     statusBar,
+    baseViews,
+    vscode.workspace.registerTextDocumentContentProvider(BASE_SCHEME, baseViews),
+    vscode.commands.registerCommand(Commands.runBase, () => runBaseView(() => current.client, baseViews)),
     vscode.commands.registerCommand(Commands.searchNotes, (initial?: unknown) =>
       searchNotes(() => current.client, () => settings, typeof initial === 'string' ? initial : undefined),
     ),

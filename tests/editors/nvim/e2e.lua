@@ -345,6 +345,41 @@ if not only_attach then
     end,
   }
   steps[#steps + 1] = {
+    'base',
+    function(r)
+      vim.cmd.edit(vim.fn.fnameescape(vault .. '/bases/work.base'))
+      local buf = vim.api.nvim_get_current_buf()
+      r.filetype = vim.bo[buf].filetype
+      r.attached = wait_attached(buf).name
+      -- Run a view and wait for its scratch buffer (or a notification).
+      local function run_view(command, name)
+        local seen = #notes
+        vim.cmd(command)
+        local found
+        vim.wait(20000, function()
+          found = vim.fn.bufnr(name)
+          return found ~= -1 or #notes > seen
+        end, 20)
+        local lines = found ~= -1 and vim.api.nvim_buf_get_lines(found, 0, -1, false) or {}
+        return {
+          lines = lines,
+          modifiable = found ~= -1 and vim.bo[found].modifiable or vim.NIL,
+          buftype = found ~= -1 and vim.bo[found].buftype or vim.NIL,
+          filetype = found ~= -1 and vim.bo[found].filetype or vim.NIL,
+          current = vim.api.nvim_get_current_buf() == found,
+          notes = notes_since(seen),
+        }
+      end
+      r.first = run_view('Engram base', 'engram://base/work.base · Open work')
+      vim.cmd.edit(vim.fn.fnameescape(vault .. '/bases/work.base'))
+      r.grouped = run_view('Engram base By status', 'engram://base/work.base · By status')
+      vim.cmd.edit(vim.fn.fnameescape(vault .. '/bases/work.base'))
+      r.missing = run_view('Engram base No such view', 'engram://base/work.base · No such view')
+      r.complete = vim.fn.getcompletion('Engram b', 'cmdline')
+      vim.cmd.edit(vim.fn.fnameescape(vault .. '/reference/profiling.md'))
+    end,
+  }
+  steps[#steps + 1] = {
     'select',
     function(r)
       local original = vim.ui.select

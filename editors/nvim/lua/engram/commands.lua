@@ -28,6 +28,11 @@ M.subcommands = {
       require('engram').related(bang and { results = 'select' } or nil)
     end,
   },
+  base = {
+    run = function(args)
+      require('engram').base(args ~= '' and args or nil)
+    end,
+  },
   reindex = {
     run = function()
       require('engram').reindex()

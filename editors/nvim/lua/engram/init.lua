@@ -178,6 +178,74 @@ function M.related(opts)
   end)
 end
 
+--- The scratch buffer that shows a base's view: reused, named after the base and the view.
+--- @param name string
+--- @param lines string[]
+--- @return integer bufnr
+local function show_scratch(name, lines)
+  local buf = vim.fn.bufnr(name)
+  if buf == -1 or not vim.api.nvim_buf_is_valid(buf) then
+    buf = vim.api.nvim_create_buf(false, true)
+    vim.api.nvim_buf_set_name(buf, name)
+    vim.bo[buf].bufhidden = 'hide'
+    vim.bo[buf].filetype = 'markdown'
+  end
+  vim.bo[buf].modifiable = true
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.bo[buf].modifiable = false
+  vim.bo[buf].modified = false
+  local win = vim.fn.bufwinid(buf)
+  if win == -1 then
+    vim.cmd('botright split')
+    vim.api.nvim_win_set_buf(0, buf)
+  else
+    vim.api.nvim_set_current_win(win)
+  end
+  return buf
+end
+
+--- Run the Obsidian base of the current buffer (|:Engram-base|): a `.base` file, or the
+--- ```base block at the cursor of a note; `view` by name, else the base's first. The view is
+--- shown in a read-only scratch buffer (Markdown: the table `engram query` prints, each row's
+--- first cell a link to its note, `gx` opens it).
+--- @param view string?
+function M.base(view)
+  local bufnr = vim.api.nvim_get_current_buf()
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  local is_base = name:match('%.base$') ~= nil
+  if name == '' or not (is_base or vim.bo[bufnr].filetype == 'markdown') then
+    notify('open a .base file, or a note with a ```base block, to run its view', levels.WARN)
+    return
+  end
+  local client = lsp.clients(bufnr)[1] or client_or_warn()
+  if not client then
+    return
+  end
+  local params = { uri = vim.uri_from_bufnr(bufnr), format = 'markdown', view = view }
+  if not is_base then
+    params.line = vim.api.nvim_win_get_cursor(0)[1] - 1
+  end
+  local source = vim.fn.fnamemodify(name, ':t')
+  lsp.request(client, 'engram/query', params, function(err, result)
+    if err then
+      local msg = lsp.error_message(err)
+      if type(err) == 'table' and err.code == -32601 then -- MethodNotFound: an older engram-ls
+        msg = 'this engram-ls does not answer engram/query (a newer Engram runs bases): ' .. msg
+      end
+      notify(source .. ': ' .. msg, levels.ERROR)
+      return
+    end
+    local shown = result.view ~= vim.NIL and result.view or 'view'
+    local lines = { ('# %s · %s'):format(result.base ~= vim.NIL and result.base or source, shown), '' }
+    if #(result.views or {}) > 1 then
+      lines[#lines + 1] = 'Views: ' .. table.concat(result.views, ', ') .. ' (:Engram base {view})'
+      lines[#lines + 1] = ''
+    end
+    vim.list_extend(lines, vim.split(result.markdown or '', '\n', { trimempty = true }))
+    show_scratch(('engram://base/%s · %s'):format(source, shown), lines)
+  end)
+end
+
 --- One vault's `engram/status` entry as a line.
 --- @param v table
 --- @return string

@@ -6,6 +6,10 @@ local M = {}
 
 local has_011 = vim.fn.has('nvim-0.11') == 1
 
+--- The buffers engram-ls serves: notes, and Obsidian bases (`*.base`: the plugin gives them the
+--- filetype `yaml.base`, YAML's highlighting and Engram's diagnostics, completion and hover).
+M.FILETYPES = { 'markdown', 'yaml.base' }
+
 --- The vault that holds `bufnr`'s file: the nearest folder with a root marker. Nil for buffers
 --- that are not files (help, terminals, `scheme://` buffers, unnamed ones).
 --- @param bufnr integer?
@@ -30,7 +34,7 @@ function M.client_config()
   local cfg = {
     name = config.NAME,
     cmd = opts.cmd,
-    filetypes = { 'markdown' },
+    filetypes = M.FILETYPES,
     root_dir = function(bufnr, on_dir)
       local root = M.find_root(bufnr)
       if root then
@@ -78,14 +82,14 @@ function M.autostart()
   local group = vim.api.nvim_create_augroup('engram.autostart', { clear = true })
   vim.api.nvim_create_autocmd('FileType', {
     group = group,
-    pattern = 'markdown',
+    pattern = M.FILETYPES,
     callback = function(ev)
       M.start(ev.buf)
     end,
   })
   -- Buffers that were opened before the plugin loaded (lazy loading).
   for _, buf in ipairs(vim.api.nvim_list_bufs()) do
-    if vim.api.nvim_buf_is_loaded(buf) and vim.bo[buf].filetype == 'markdown' then
+    if vim.api.nvim_buf_is_loaded(buf) and vim.tbl_contains(M.FILETYPES, vim.bo[buf].filetype) then
       M.start(buf)
     end
   end
