@@ -424,6 +424,48 @@ def _properties(rng: Random, date: dt.date) -> list[str]:
     return lines
 
 
+TASK_TAGS = ("waiting", "urgent", "review", "errand", "call")
+"""Tags written in tasks, most used first."""
+_TASK_TAG_CUM = (40, 65, 82, 93, 100)
+_TASK_STATUS = ((" ", 70), ("x", 20), ("/", 6), ("-", 4))
+_PRIORITY_MARKS = (
+    ("", 50),
+    ("\u23eb", 15),
+    ("\U0001f53c", 15),
+    ("\U0001f53d", 10),
+    ("\U0001f53a", 5),
+    ("\u23ec", 5),
+)
+
+
+def _tasks(rng: Random, date: dt.date, words: Sequence[str]) -> list[str]:
+    """Task lines for about 30 % of notes (1–6 of them, a third of the later ones nested under
+    the one before): a status (70 % open), a due day from 30 days before the note's date to 120
+    after it on 60 %, an Obsidian Tasks priority on half, a tag on 30 %, a ✅ day on the done
+    ones. Drawn from their own random stream, so that the rest of a note is the same as before
+    they existed."""
+    if rng.random() >= 0.3:
+        return []
+    lines = []
+    for k in range(rng.randint(1, 6)):
+        status = rng.choices([s for s, _ in _TASK_STATUS], [w for _, w in _TASK_STATUS])[0]
+        text = " ".join(rng.choices(words, k=rng.randint(2, 6)))
+        parts = [text]
+        if rng.random() < 0.3:
+            parts.append("#" + rng.choices(TASK_TAGS, cum_weights=_TASK_TAG_CUM)[0])
+        mark = rng.choices([m for m, _ in _PRIORITY_MARKS], [w for _, w in _PRIORITY_MARKS])[0]
+        if mark:
+            parts.append(mark)
+        if rng.random() < 0.6:
+            due = date + dt.timedelta(days=rng.randrange(-30, 121))
+            parts.append(f"\U0001f4c5 {due.isoformat()}")
+        if status == "x":
+            parts.append(f"\u2705 {(date + dt.timedelta(days=rng.randrange(60))).isoformat()}")
+        indent = "  " if k and rng.random() < 0.33 else ""
+        lines.append(f"{indent}- [{status}] {' '.join(parts)}")
+    return lines
+
+
 def generate(
     out_dir: Path, notes: int, seed: int = 1, *, overwrite: bool = False, shape: str = "standard"
 ) -> None:
@@ -468,6 +510,7 @@ def _generate(
 
     stats = dict.fromkeys(_MESSY_KINDS, 0)
     nested = Random(f"nested-{seed}")
+    tasks_rng = Random(f"tasks-{seed}")
     total_bytes = 0
     for i in range(notes):
         carrier = any(_carries(i, k, 500) for k in range(len(RARE_TOPICS)))
@@ -533,6 +576,9 @@ def _generate(
                 parts.append(" ".join(chunk[p : p + 4]) + "\n")
         if rng.random() < 0.08:
             parts.append("```bash\n# not a heading\necho '#not-a-tag'\n```\n")
+        task_lines = _tasks(tasks_rng, dates[i], _VOCAB[:400])
+        if task_lines:
+            parts.append("\n".join(task_lines) + "\n")
         body = "\n".join(parts)
 
         if kind == "no-frontmatter":

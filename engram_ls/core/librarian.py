@@ -24,8 +24,14 @@ from pathlib import Path
 from typing import Literal
 
 from engram_ls.core.config import EngramConfig, load_config
-from engram_ls.core.errors import EngramError, InvalidRequest, LimitExceeded, NotFound
-from engram_ls.core.parse import BINARY_SNIFF_BYTES, clean_topic, parse_note
+from engram_ls.core.edits import (
+    NoteChanged,
+    read_for_edit,
+    replace_if_unchanged,
+    undecodable,
+)
+from engram_ls.core.errors import EngramError, InvalidRequest, NotFound
+from engram_ls.core.parse import clean_topic, parse_note
 from engram_ls.core.serialize import OMIT_EMPTY, rounded
 from engram_ls.core.topic_edit import TopicEdit, add_topics_edit
 from engram_ls.core.vault import Vault
@@ -50,10 +56,6 @@ DEFAULT_QUARANTINE = ".engram/quarantine"
 """A quarantine folder that is never indexed (everything under ``.engram/`` is ignored)."""
 QUARANTINE_LOG = "quarantine.log.jsonl"
 """The log inside the quarantine folder: one JSON object per moved file."""
-
-
-class NoteChanged(InvalidRequest):
-    """The note changed on disk between reading it and writing the edit; nothing was written."""
 
 
 # --- keyword suggestions -------------------------------------------------------------------
@@ -144,69 +146,20 @@ def add_topics_to_file(
     if not rel_path or not vault.filter.is_note(rel_path):
         raise InvalidRequest(f"not a note path of this vault (a .md file, not hidden): {rel}")
     try:
-        data, st = _read(vault, rel_path)
+        data, st = read_for_edit(vault, rel_path)
     except FileNotFoundError:
         raise NotFound(f"no such note: {rel_path}", data={"path": rel_path}) from None
     except OSError as exc:
         raise InvalidRequest(f"cannot read {rel_path}: {exc.strerror or exc}") from exc
-    reason = _undecodable(data)
+    reason = undecodable(data)
     if reason is not None:
         raise InvalidRequest(f"{rel_path}: {reason[1]}", data={"path": rel_path})
     text = data.decode("utf-8")
     edit = add_topics_edit(text, add, config)
     if edit is None:
         return None
-    _replace_if_unchanged(vault, rel_path, data, st, edit.apply(text).encode("utf-8"))
+    replace_if_unchanged(vault, rel_path, data, st, edit.apply(text).encode("utf-8"))
     return edit
-
-
-MAX_EDIT_BYTES = 64 * 1024 * 1024
-"""A note larger than this is not edited: it is read through the vault's one reader (regular
-files only: a FIFO or a device named ``x.md`` never blocks or floods it) with this cap, so
-no file can make an edit hold more than this in memory."""
-
-
-def _read(vault: Vault, rel: str) -> tuple[bytes, os.stat_result]:
-    data, st = vault.read(rel, MAX_EDIT_BYTES + 1)
-    if len(data) > MAX_EDIT_BYTES:
-        raise LimitExceeded(
-            f"{rel} is larger than {MAX_EDIT_BYTES // (1024 * 1024)} MiB; it is not edited",
-            data={"path": rel, "max_bytes": MAX_EDIT_BYTES},
-        )
-    return data, st
-
-
-def _undecodable(data: bytes) -> tuple[str, str] | None:
-    """(reason code, message) when the bytes are not a text note, else None."""
-    if b"\x00" in data[:BINARY_SNIFF_BYTES]:
-        return "binary", "the file contains NUL bytes (binary), it cannot be edited as text"
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return "invalid-utf8", f"the file is not valid UTF-8 (first bad byte at offset {exc.start})"
-    return None
-
-
-def _replace_if_unchanged(
-    vault: Vault, rel: str, old: bytes, old_stat: os.stat_result, new: bytes
-) -> None:
-    """Atomically replace note ``rel`` by ``new`` if it still holds ``old`` (else NoteChanged);
-    the note keeps its permissions."""
-
-    def unchanged() -> None:
-        try:
-            data, now = vault.read(rel, len(old) + 1)
-            same = (now.st_mtime_ns, now.st_size) == (old_stat.st_mtime_ns, old_stat.st_size)
-            same = same and data == old
-        except OSError:  # gone, or no longer a regular file
-            same = False
-        if not same:
-            raise NoteChanged(
-                f"{rel} changed on disk since it was read; it was not written",
-                data={"path": rel},
-            )
-
-    vault.write(rel, new, overwrite=True, check=unchanged)
 
 
 # --- the librarian -------------------------------------------------------------------------
@@ -337,12 +290,12 @@ class Librarian:
 
     def _one(self, rel: str, apply: bool, qrel: str | None) -> NoteOutcome | None:
         try:
-            data, st = _read(self.vault, rel)
+            data, st = read_for_edit(self.vault, rel)
         except EngramError as exc:
             return NoteOutcome(rel, "failed", message=exc.message)
         except OSError as exc:
             return NoteOutcome(rel, "failed", message=f"cannot read: {exc.strerror or exc}")
-        bad = _undecodable(data)
+        bad = undecodable(data)
         if bad is not None:
             if qrel is None:
                 return NoteOutcome(
@@ -365,7 +318,7 @@ class Librarian:
         if self.before_write is not None:
             self.before_write(rel)
         try:
-            _replace_if_unchanged(self.vault, rel, data, st, edit.apply(text).encode("utf-8"))
+            replace_if_unchanged(self.vault, rel, data, st, edit.apply(text).encode("utf-8"))
         except NoteChanged as exc:
             return NoteOutcome(rel, "skipped-changed", gained, message=exc.message)
         except OSError as exc:

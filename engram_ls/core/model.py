@@ -31,6 +31,66 @@ class Link:
     label: str | None = None
 
 
+TaskState = Literal["todo", "in_progress", "done", "cancelled", "other"]
+PRIORITIES: tuple[str, ...] = ("lowest", "low", "normal", "medium", "high", "highest")
+"""Task priorities, least urgent first: a priority's rank is its place here (Obsidian Tasks'
+order; ``normal`` is a task without one)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """One checkbox list item of a note (``core.tasks.grammar``)."""
+
+    line: int
+    """1-based line of the file."""
+    status: str
+    """The character between the brackets, as written (`` ``, ``x``, ``/``, ``-``, …)."""
+    text: str
+    """The item's text after the checkbox, as written (fields, tags and all)."""
+    description: str
+    """``text`` without its Obsidian Tasks and Dataview fields (tags kept), spaces collapsed."""
+    priority: str = "normal"
+    """One of ``PRIORITIES``."""
+    due: str | None = None
+    scheduled: str | None = None
+    start: str | None = None
+    created: str | None = None
+    done: str | None = None
+    cancelled: str | None = None
+    """Dates as ``YYYY-MM-DD``: 📅 ⏳ 🛫 ➕ ✅ ❌ or the Dataview fields ``due``, ``scheduled``,
+    ``start``, ``created``, ``completion``, ``cancelled``."""
+    recurrence: str | None = None
+    """🔁 or ``repeat::`` as written (``every week on Monday``)."""
+    id: str | None = None
+    depends_on: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    """The ``#tags`` written in the task, without ``#``, first spelling kept."""
+    fields: tuple[tuple[str, str], ...] = ()
+    """Every Dataview inline field of the task (``[key:: value]``, ``(key:: value)``): its key
+    as written and its value, stripped."""
+    heading: str | None = None
+    """The nearest heading above the task."""
+    parent: int | None = None
+    """The line of the task this one is nested under."""
+
+    @property
+    def state(self) -> TaskState:
+        return task_state(self.status)
+
+
+def task_state(status: str) -> TaskState:
+    """What a status character means (Obsidian Tasks' default statuses)."""
+    if status == " ":
+        return "todo"
+    if status in ("x", "X"):
+        return "done"
+    if status == "/":
+        return "in_progress"
+    if status == "-":
+        return "cancelled"
+    return "other"
+
+
 @dataclass(frozen=True, slots=True)
 class Problem:
     """Something wrong with a note that did not stop it from being indexed.
@@ -71,3 +131,5 @@ class Note:
     problems: tuple[Problem, ...] = field(default=())
     properties: tuple[Prop, ...] = ()
     """Every frontmatter value, typed (``core.properties``): what ``where`` compares."""
+    tasks: tuple[Task, ...] = ()
+    """The note's checkbox items (``core.tasks.grammar``), in line order."""

@@ -46,8 +46,10 @@ from urllib.parse import unquote
 
 from engram_ls.core.config import EngramConfig
 from engram_ls.core.frontmatter import Frontmatter, parse_frontmatter, split_frontmatter
-from engram_ls.core.model import Heading, Link, LinkKind, Note, Problem
+from engram_ls.core.inline import TAG_RE, is_tag_text, parse_iso_day
+from engram_ls.core.model import Heading, Link, LinkKind, Note, Problem, Task
 from engram_ls.core.properties import note_properties, scalar_text
+from engram_ls.core.tasks.grammar import note_tasks
 
 __all__ = [
     "BINARY_SNIFF_BYTES",
@@ -55,10 +57,8 @@ __all__ = [
     "dedupe_topics",
     "in_code_span",
     "in_fence",
-    "is_tag_text",
     "mask_code",
     "parse_date_value",
-    "parse_iso_day",
     "parse_note",
 ]
 
@@ -69,7 +69,6 @@ _MAX_DATE_CHARS = 64
 
 # --- dates -------------------------------------------------------------------------------------
 
-_ISO_DAY_RE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
 _ISO_START_RE = re.compile(r"[0-9]{4}-?[0-9]{2}")
 _FILE_DATE_RE = re.compile(r"(?<![0-9])[0-9]{4}-[0-9]{2}-[0-9]{2}(?![0-9])")
 _TIME_DIRECTIVE_RE = re.compile(r"%[HIMSfXcTRr]")
@@ -89,10 +88,6 @@ LINK_RE = re.compile(
     r"""(?:\s+(?:"[^"\n]*"|'[^'\n]*'))?\s*\))"""
 )
 URL_SCHEME_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
-TAG_RE = re.compile(r"#(?<![^\s(]#)(?<!\]\(#)([\w/-]+)")
-"""An inline ``#tag`` (group 1: its text): not after a word character or ``](``."""
-_HAS_LETTER_RE = re.compile(r"[^\W\d]")
-_HEX_COLOUR_RE = re.compile(r"[0-9A-Fa-f]{3,4}|[0-9A-Fa-f]{6}|[0-9A-Fa-f]{8}")
 
 
 def parse_note(path: str, data: bytes, config: EngramConfig) -> Note:
@@ -167,21 +162,11 @@ def parse_note(path: str, data: bytes, config: EngramConfig) -> Note:
         body_line=body_line,
         problems=tuple(problems),
         properties=note_properties(meta),
+        tasks=scan.tasks,
     )
 
 
 # --- dates -------------------------------------------------------------------------------------
-
-
-def parse_iso_day(text: str) -> dt.date | None:
-    """``YYYY-MM-DD`` exactly (ASCII digits, no spaces, a real calendar day), else None."""
-    match = _ISO_DAY_RE.fullmatch(text)
-    if match is None:
-        return None
-    try:
-        return dt.date(int(match[1]), int(match[2]), int(match[3]))
-    except ValueError:
-        return None
 
 
 def parse_date_value(value: object, formats: Sequence[str] = ()) -> tuple[str, str | None] | None:
@@ -377,14 +362,19 @@ def dedupe_topics(*groups: Iterable[str]) -> tuple[str, ...]:
 
 
 class _BodyScan:
-    __slots__ = ("headings", "links", "tags")
+    __slots__ = ("headings", "links", "tags", "tasks")
 
     def __init__(
-        self, headings: tuple[Heading, ...], links: tuple[Link, ...], tags: list[str]
+        self,
+        headings: tuple[Heading, ...],
+        links: tuple[Link, ...],
+        tags: list[str],
+        tasks: tuple[Task, ...],
     ) -> None:
         self.headings = headings
         self.links = links
         self.tags = tags
+        self.tasks = tasks
 
 
 def _scan_body(body: str, body_line: int, *, want_tags: bool) -> _BodyScan:
@@ -392,7 +382,7 @@ def _scan_body(body: str, body_line: int, *, want_tags: bool) -> _BodyScan:
     headings = _headings(body, masked, body_line) if "#" in masked else ()
     links = _links(body, masked, body_line) if "[" in masked else ()
     tags = _inline_tags(masked) if want_tags and "#" in masked else []
-    return _BodyScan(headings, links, tags)
+    return _BodyScan(headings, links, tags, note_tasks(body, masked, body_line, headings))
 
 
 def mask_code(body: str) -> str:
@@ -535,12 +525,6 @@ def _markdown_parts(match: re.Match[str], body: str) -> tuple[str, str | None, s
     if "%" in anchor:
         anchor = unquote(anchor)
     return path, anchor.strip() or None, label or None
-
-
-def is_tag_text(tag: str) -> bool:
-    """Whether a cleaned ``#tag`` text counts as a topic: it has a letter (or ``_``) and does
-    not read as a hex colour."""
-    return bool(_HAS_LETTER_RE.search(tag)) and not _HEX_COLOUR_RE.fullmatch(tag)
 
 
 def _inline_tags(masked: str) -> list[str]:

@@ -8,6 +8,7 @@ never stops a search: it is answered by scanning the files and says so (``served
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import os
 import sqlite3
 import threading
@@ -29,7 +30,6 @@ from engram_ls.core.errors import (
     InvalidRequest,
     NotFound,
     SearchTimeout,
-    UnsupportedMode,
 )
 from engram_ls.core.git import GitRevision
 from engram_ls.core.health import IndexHealth, Reading
@@ -53,9 +53,11 @@ from engram_ls.core.search import (
 from engram_ls.core.search.index_path import IndexSearcher
 from engram_ls.core.search.request import SEMANTIC_MODES
 from engram_ls.core.search.scan_path import ScanSearcher
-from engram_ls.core.search.semantic_path import SemanticSearcher
+from engram_ls.core.search.semantic_path import SemanticSearcher, similar_notes
 from engram_ls.core.semantic.engine import EmbedReport, Semantic
 from engram_ls.core.sync import Change, ProgressFn, Syncer, SyncReport, read_note
+from engram_ls.core.tasks.edit import toggle_task
+from engram_ls.core.tasks.query import query_tasks
 from engram_ls.core.topic_edit import TopicEdit
 from engram_ls.core.vault import Vault
 
@@ -353,6 +355,14 @@ class Engram:
         """One view of an Obsidian base, from the index (``core.bases.query.query``)."""
         return bases_query(self, **kw)
 
+    def tasks(self, request: Any, *, today: dt.date | None = None) -> dict[str, Any]:
+        """The tasks a request asks for (``core.tasks.query.query_tasks``)."""
+        return query_tasks(self, request, today=today)
+
+    def toggle_task(self, path: str, line: int, **kw: Any) -> dict[str, Any]:
+        """Mark a task done or not done on disk (``core.tasks.edit.toggle_task``)."""
+        return toggle_task(self, path, line, **kw)
+
     def topics(self, prefix: str = "", limit: int = 100) -> list[TopicCount]:
         """Known topics, most used first, optionally starting with ``prefix`` (any case).
 
@@ -589,42 +599,9 @@ class Engram:
             raise InvalidRequest("limit must be between 1 and 200")
         rel = self._note_path(path)
         out = self._links(nav.related, rel, self.read_text, limit)
-        out["similar"] = self._similar(rel, limit)
+        out["similar"] = similar_notes(self, rel, limit)
         out["related"] = nav.fuse_related(out, limit)
         return out
-
-    def _similar(self, rel: str, limit: int) -> list[dict[str, Any]]:
-        """The notes nearest ``rel`` by meaning; none where search by meaning cannot answer
-        (no extra, turned off, a model that does not load, an index not built)."""
-        try:
-            self.semantic.model()
-        except UnsupportedMode:
-            return []
-        with self.health.reading() as r:
-            if not r.servable:
-                return []
-            row = r.conn.execute("SELECT id, title FROM notes WHERE path = ?", (rel,)).fetchone()
-            if row is None:
-                return []
-            searcher = IndexSearcher(r.conn, self.vault, self.config)
-            semantic = self._by_meaning(r, searcher)
-            ranked = semantic.placed(semantic.similar(int(row[0]), limit)[:limit])
-            plan = make_plan(
-                parse_request({"query": str(row[1]) or rel, "mode": "semantic", "limit": limit}),
-                self.vault,
-                self.config,
-            )
-            hits = searcher.page(plan, ranked[:limit])
-        return [
-            {
-                "path": h.path,
-                "title": h.title,
-                "score": h.score,
-                "line": h.line,
-                "snippet": h.snippet,
-            }
-            for h in hits
-        ]
 
     def plan_move(
         self, moves: Sequence[tuple[str, str]], *, read_text: nav.ReadText | None = None

@@ -26,7 +26,8 @@ from typing import Literal
 
 from engram_ls.core import fmscan
 from engram_ls.core.config import EngramConfig
-from engram_ls.core.parse import TAG_RE, in_code_span, is_tag_text
+from engram_ls.core.inline import TAG_RE, is_tag_text
+from engram_ls.core.parse import in_code_span
 from engram_ls.lsp.document import Where, next_line
 
 MAX_ITEMS = 100

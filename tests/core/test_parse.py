@@ -9,8 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engram_ls.core.config import EngramConfig, Limits
+from engram_ls.core.inline import parse_iso_day
 from engram_ls.core.model import Heading, Link, Note
-from engram_ls.core.parse import parse_date_value, parse_iso_day, parse_note
+from engram_ls.core.parse import parse_date_value, parse_note
 
 DEFAULT = EngramConfig()
 

@@ -19,13 +19,16 @@ from engram_ls.core.index.schema import (
     INDEXES_BUILT_LAST,
     NO_DATE,
     PROP_BITS,
+    TASK_BITS,
     prop_range,
+    task_range,
 )
 from engram_ls.core.index.symbol_match import char_mask, name_keys
 from engram_ls.core.index.trigram import TABLES
 from engram_ls.core.links import link_key, stem_key
 from engram_ls.core.model import Note
 from engram_ls.core.properties import CODES
+from engram_ls.core.tasks.store import COLUMNS, TaskRow, task_rows
 
 State = Literal["empty", "building", "ready", "stale", "failed"]
 STATES: tuple[State, ...] = ("empty", "building", "ready", "stale", "failed")
@@ -80,6 +83,10 @@ class NoteRows(NamedTuple):
     """(key, kind letter, value, item) of each ``props`` row."""
     prop_pairs: Collection[tuple[str, str]] = ()
     """``prop_stats.note_pairs`` of ``props``: computed where the note is parsed."""
+    tasks: tuple[TaskRow, ...] = ()
+    """The ``tasks`` rows of the note's tasks, without their ids (``tasks.store.task_rows``)."""
+    task_tags: tuple[tuple[int, str], ...] = ()
+    """(the task's place, its tag case-folded) of each ``task_tags`` row."""
     trigram: str | None = ""
     """The file's text for the trigram index; None when it cannot hold it (the note is then
     a candidate of every literal search), ``""`` for no rows (trigram index off)."""
@@ -118,6 +125,7 @@ def note_rows(
     )
     names = _names(note, values[10])
     props = _props(note)
+    tasks, task_tags = task_rows(note.tasks) if note.tasks else ((), ())
     return NoteRows(
         path=note.path,
         values=values,
@@ -136,6 +144,8 @@ def note_rows(
         trigram=trigram,
         props=props,
         prop_pairs=prop_stats.note_pairs(props),
+        tasks=tasks,
+        task_tags=task_tags,
     )
 
 
@@ -184,6 +194,8 @@ class _ChildRows:
     tri: list[tuple[Any, ...]] = field(default_factory=list)
     unindexed: list[tuple[Any, ...]] = field(default_factory=list)
     props: list[tuple[Any, ...]] = field(default_factory=list)
+    tasks: list[tuple[Any, ...]] = field(default_factory=list)
+    task_tags: list[tuple[Any, ...]] = field(default_factory=list)
 
 
 _CHILD_INSERTS = {
@@ -199,6 +211,8 @@ _CHILD_INSERTS = {
     "tri": "INSERT INTO notes_tri (rowid, text) VALUES (?, ?)",
     "unindexed": "INSERT OR IGNORE INTO tri_unindexed (note_id) VALUES (?)",
     "props": "INSERT INTO props (id, key, kind, value, item) VALUES (?, ?, ?, ?, ?)",
+    "tasks": f"INSERT INTO tasks ({COLUMNS}) VALUES ({', '.join('?' * 13)})",
+    "task_tags": "INSERT INTO task_tags (task, tag) VALUES (?, ?)",
 }
 """How each list of ``_ChildRows`` is written (one statement per table, in this order)."""
 
@@ -313,6 +327,10 @@ class Batch:
         first = note_id << PROP_BITS
         out.props.extend([(first + n, *row) for n, row in enumerate(rows.props)])
         self._prop_delta.update(rows.prop_pairs)
+        if rows.tasks:
+            first = note_id << TASK_BITS
+            out.tasks.extend([(first + n, *row) for n, row in enumerate(rows.tasks)])
+            out.task_tags.extend([(first + n, tag) for n, tag in rows.task_tags])
 
     def _write_children(self, rows: _ChildRows) -> None:
         rows.names.sort()  # in key order: fewer pages touched in a large batch
@@ -348,6 +366,9 @@ class Batch:
         c.execute("DELETE FROM tri_unindexed WHERE note_id = ?", (note_id,))
         self._prop_delta.subtract(prop_stats.stored_pairs(c, note_id))
         c.execute("DELETE FROM props WHERE id BETWEEN ? AND ?", prop_range(note_id))
+        tasks = task_range(note_id)
+        c.execute("DELETE FROM tasks WHERE id BETWEEN ? AND ?", tasks)
+        c.execute("DELETE FROM task_tags WHERE task BETWEEN ? AND ?", tasks)
 
     def clear(self) -> None:
         """Remove every note (a full rebuild that other processes can watch happen)."""
@@ -360,6 +381,8 @@ class Batch:
             "links",
             "aliases",
             "props",
+            "tasks",
+            "task_tags",
             "prop_stats",
             "notes_fts",
             *TABLES,

@@ -44,6 +44,10 @@ Layout:
   kind (``status = done``, ``priority >= 2``) one range of an index, the note's id read from
   the row id (``PROP_NOTE``). A cold build fills the table without the index and makes it
   at the end (``Batch.defer_prop_index``): sorted once rather than kept in order row by row.
+- ``tasks``, ``task_tags``: every checkbox item of every note (``core.tasks``), clustered by
+  note as ``props`` is (row id: the note's id shifted by ``TASK_BITS`` plus the task's place),
+  its dates, priority and open state in columns (indexed by due date and by priority for the
+  open ones), the rest as JSON; its own ``#tags``, case-folded, in ``task_tags``.
 - ``prop_stats``: how many notes have each property, and of each kind (``core.index.prop_stats``),
   kept exact by every write: property completion and hover.
 - ``meta``: state, generation counter, timestamps, config fingerprint; ``semantic_*``: the
@@ -52,7 +56,7 @@ Layout:
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 14
+SCHEMA_VERSION = 15
 """Stored in ``PRAGMA user_version``. Bump on any change below: old indexes are rebuilt."""
 
 PROP_BITS = 10
@@ -65,6 +69,9 @@ BUILT_LAST = {
     "notes_by_stem": "notes (stem_key)",
     "links_by_key": "links (key)",
     "props_by_value": "props (key, kind, value, item)",
+    "tasks_by_due": "tasks (open, due)",
+    "tasks_by_priority": "tasks (open, priority, due)",
+    "task_tags_by_tag": "task_tags (tag)",
 }
 """The indexes a cold build makes at its end (``Batch.defer_indexes``), by name: each keeps
 rows in an order their notes do not come in (dates, titles, link targets, values), so that
@@ -78,6 +85,18 @@ def prop_range(note_id: int) -> tuple[int, int]:
     """The first and last ``props`` row id a note's values can have."""
     first = note_id << PROP_BITS
     return first, first + (1 << PROP_BITS) - 1
+
+
+TASK_BITS = 12
+"""Bits of a ``tasks`` row id below its note's id: room for ``tasks.grammar.MAX_TASKS``."""
+TASK_NOTE = f"id >> {TASK_BITS}"
+"""SQL: the note id of a ``tasks`` row."""
+
+
+def task_range(note_id: int) -> tuple[int, int]:
+    """The first and last ``tasks`` row id a note's tasks can have."""
+    first = note_id << TASK_BITS
+    return first, first + (1 << TASK_BITS) - 1
 
 
 NO_DATE = ""
@@ -124,6 +143,28 @@ CREATE TABLE props (
     value    ANY NOT NULL,
     item     INTEGER NOT NULL  -- 0 for a single value, n for the nth item of a list
 ) STRICT;
+
+CREATE TABLE tasks (
+    id         INTEGER PRIMARY KEY,  -- note id << TASK_BITS | the task's place in the note
+    line       INTEGER NOT NULL,
+    status     TEXT NOT NULL,
+    open       INTEGER NOT NULL,     -- 0 done or cancelled, else 1
+    priority   INTEGER NOT NULL,     -- model.PRIORITIES' rank: 0 lowest .. 5 highest
+    due        TEXT,
+    scheduled  TEXT,
+    start      TEXT,
+    created    TEXT,
+    done       TEXT,
+    cancelled  TEXT,
+    text       TEXT NOT NULL,
+    data       TEXT NOT NULL         -- JSON: the rest of the task (tasks/store.py)
+) STRICT;
+
+CREATE TABLE task_tags (
+    task  INTEGER NOT NULL,
+    tag   TEXT NOT NULL,             -- case-folded
+    PRIMARY KEY (task, tag)
+) STRICT, WITHOUT ROWID;
 
 CREATE TABLE prop_stats (
     key    TEXT NOT NULL,

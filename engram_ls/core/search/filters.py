@@ -11,6 +11,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
+from engram_ls.core.globs import compile_glob
 from engram_ls.core.index.rows import folder_range
 from engram_ls.core.index.snapshot_cache import Memo
 from engram_ls.core.search.plan import Plan, TopicKey
@@ -83,13 +84,9 @@ class Filters:
             where.append(f"{alias}.created_at >= ? AND {alias}.created_at <= ?")
             params += [self.date_lo, self.date_hi]
         if self.path is not None:
-            if self.path_kind == "glob":
-                where.append(f"engram_glob(?, {alias}.path)")
-                params.append(self.path)
-            else:
-                lo, hi = folder_range(self.path)
-                where.append(f"({alias}.path = ? OR ({alias}.path >= ? AND {alias}.path < ?))")
-                params += [self.path, lo, hi]
+            sql, more = path_condition(f"{alias}.path", self.path, self.path_kind)
+            where.append(sql)
+            params += more
         for group in self.all_others:
             marks = ",".join("?" * len(group))
             where.append(
@@ -167,6 +164,24 @@ class Filters:
         return sql, params
 
 
+def path_condition(column: str, scope: str, kind: str | None) -> tuple[str, list[Any]]:
+    """SQL of ``plan.in_scope``: ``column`` (a notes path) in the folder or note ``scope``,
+    or matching the glob (``engram_glob``: ``register_glob``)."""
+    if kind == "glob":
+        return f"engram_glob(?, {column})", [scope]
+    lo, hi = folder_range(scope)
+    return f"({column} = ? OR ({column} >= ? AND {column} < ?))", [scope, lo, hi]
+
+
+def register_glob(conn: sqlite3.Connection) -> None:
+    """``engram_glob(pattern, path)``, which ``path_condition`` calls for a glob."""
+    conn.create_function("engram_glob", 2, _glob_match, deterministic=True)
+
+
+def _glob_match(pattern: str, path: str) -> int:
+    return 1 if compile_glob(pattern).match(path) else 0
+
+
 def resolve(
     conn: sqlite3.Connection, plan: Plan, where_sets: Memo[Hashable, int] | None = None
 ) -> Filters | None:
@@ -236,4 +251,4 @@ def resolve(
     )
 
 
-__all__ = ["FIRST_DAY", "LAST_DAY", "Filters", "resolve"]
+__all__ = ["FIRST_DAY", "LAST_DAY", "Filters", "path_condition", "register_glob", "resolve"]

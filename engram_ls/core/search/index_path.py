@@ -22,12 +22,11 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from engram_ls.core.config import EngramConfig
-from engram_ls.core.globs import compile_glob
 from engram_ls.core.index import impacts, topic_sets, trigram
 from engram_ls.core.index.snapshot_cache import Memo, SnapshotCache
 from engram_ls.core.ripgrep import FirstMatch, Grep
 from engram_ls.core.search import where_bits
-from engram_ls.core.search.filters import Filters, resolve
+from engram_ls.core.search.filters import Filters, register_glob, resolve
 from engram_ls.core.search.hits import (
     Found,
     SearchHit,
@@ -116,7 +115,7 @@ class IndexSearcher:
         """The bitmap of the notes passing the last plan's ``where`` (``engram_where``)."""
         self.served_by: ServedBy = "index"
         """Which path answered the last ``run``: ``scan`` when ripgrep read every file."""
-        conn.create_function("engram_glob", 2, _glob_match, deterministic=True)
+        register_glob(conn)
         register_where(conn)
         conn.create_function("engram_where", 1, self._passes_where, deterministic=True)
         self._ranking: list[int] | None = None
@@ -566,7 +565,3 @@ def _positional(plan: Plan) -> bool:
     """Whether the query holds a phrase: matching it reads word positions, which makes a
     separate count as dear as the ranking itself (raw FTS5 syntax keeps the two passes)."""
     return any(len(t.tokens) > 1 for t in plan.terms)
-
-
-def _glob_match(pattern: str, path: str) -> int:
-    return 1 if compile_glob(pattern).match(path) else 0

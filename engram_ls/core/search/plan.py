@@ -113,11 +113,7 @@ class Plan:
         return not (self.date_to is not None and created_at > self.date_to)
 
     def path_ok(self, path: str) -> bool:
-        if self.path is None:
-            return True
-        if self.path_kind == "glob":
-            return compile_glob(self.path).match(path)
-        return path == self.path or path.startswith(self.path + "/")
+        return in_scope(path, self.path, self.path_kind)
 
     def where_ok(self, facts: Facts) -> bool:
         return self.where is None or matches(self.where, facts)
@@ -153,7 +149,7 @@ def make_plan(
             f"path is {len(request.path)} characters; the limit is {MAX_PATH_CHARS}",
             data={"limit": MAX_PATH_CHARS},
         )
-    path, path_kind = _scope(request.path, vault)
+    path, path_kind = path_scope(request.path, vault)
     query, terms, fts_query = _text_query(request)
     plan = Plan(
         mode=request.mode,
@@ -264,7 +260,20 @@ def _terms(query: str) -> list[fts.Term]:
     return terms
 
 
-def _scope(raw: str | None, vault: Vault) -> tuple[str | None, Literal["folder", "glob"] | None]:
+def in_scope(path: str, scope: str | None, kind: str | None) -> bool:
+    """Whether a vault path is in a ``path_scope``: the folder (or the note) or the glob."""
+    if scope is None:
+        return True
+    if kind == "glob":
+        return compile_glob(scope).match(path)
+    return path == scope or path.startswith(scope + "/")
+
+
+def path_scope(
+    raw: str | None, vault: Vault
+) -> tuple[str | None, Literal["folder", "glob"] | None]:
+    """A request's ``path`` as (a vault-relative folder or note, or a glob; its kind), checked
+    to stay in the vault; (None, None) for the whole vault."""
     if raw is None or not raw.strip() or raw.strip() in (".", "./", "/"):
         return None, None
     text = raw.strip()

@@ -12,7 +12,7 @@ import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal, TypeVar, get_args
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
@@ -283,14 +283,18 @@ class RequestField:
 
 
 @functools.cache
-def request_fields(front_end: FrontEnd) -> tuple[RequestField, ...]:
-    """The fields of ``SearchRequest`` that ``front_end`` offers, in their order, each with its
-    default there: the MCP tool (``agents``) and the CLI build their parameters from these.
+def request_fields(
+    front_end: FrontEnd, model: type[BaseModel] | None = None
+) -> tuple[RequestField, ...]:
+    """The fields of a request model (``SearchRequest`` by default; also
+    ``tasks.request.TasksRequest``) that ``front_end`` offers, in their order, each with its
+    default there: the MCP tools (``agents``) and the CLI build their parameters from these.
     Derived once per process (the model's JSON schema costs milliseconds; the CLI asks three
     times at start-up)."""
-    schema = SearchRequest.model_json_schema()["properties"]
+    model = model or SearchRequest
+    schema = model.model_json_schema()["properties"]
     out = []
-    for name, info in SearchRequest.model_fields.items():
+    for name, info in model.model_fields.items():
         offer = next((m for m in info.metadata if isinstance(m, Offer)), Offer())
         if front_end == "agents" and not offer.agents:
             continue
@@ -342,10 +346,18 @@ def require_text(value: str) -> str:
 
 def parse_request(data: SearchRequest | Mapping[str, Any]) -> SearchRequest:
     """Validate a request from any front end; problems become InvalidRequest."""
-    if isinstance(data, SearchRequest):
+    return validated(SearchRequest, data, "search")
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def validated(model: type[M], data: M | Mapping[str, Any], what: str) -> M:
+    """``data`` as a ``model``; its problems as one InvalidRequest naming each part."""
+    if isinstance(data, model):
         return data
     try:
-        return SearchRequest.model_validate(dict(data))
+        return model.model_validate(dict(data))
     except ValidationError as exc:
         parts = []
         for err in exc.errors():
@@ -354,5 +366,5 @@ def parse_request(data: SearchRequest | Mapping[str, Any]) -> SearchRequest:
             named = msg.startswith(where) and msg[len(where) : len(where) + 1] in ("[", ".", ":")
             parts.append(msg if named else f"{where}: {msg}")
         raise InvalidRequest(
-            "invalid search request: " + "; ".join(parts), data={"errors": parts}
+            f"invalid {what} request: " + "; ".join(parts), data={"errors": parts}
         ) from None

@@ -22,16 +22,19 @@ import json
 import sqlite3
 from typing import TYPE_CHECKING, Any
 
+from engram_ls.core.errors import UnsupportedMode
 from engram_ls.core.search.any_word import any_word_plan
 from engram_ls.core.search.filters import Filters
 from engram_ls.core.search.hits import SearchHit, fuse_ranks
 from engram_ls.core.search.index_path import IndexSearcher
-from engram_ls.core.search.plan import Plan
+from engram_ls.core.search.plan import Plan, make_plan
+from engram_ls.core.search.request import parse_request
 from engram_ls.core.semantic import store
 
 if TYPE_CHECKING:
     from engram_ls.core.semantic.engine import Semantic
     from engram_ls.core.semantic.vectors import CodeTable
+    from engram_ls.core.service import Engram
 
 CANDIDATES = 256
 """Chunks re-ranked by their stored vectors, at least (three per note asked for, if more)."""
@@ -268,4 +271,38 @@ class SemanticSearcher:
         return self.searcher.page(text_plan or plan, page), len(fused)
 
 
-__all__ = ["CANDIDATES", "HYBRID_DEPTH", "RRF_K", "SemanticSearcher"]
+def similar_notes(engram: Engram, rel: str, limit: int) -> list[dict[str, Any]]:
+    """The notes nearest ``rel`` by meaning; none where search by meaning cannot answer
+    (no extra, turned off, a model that does not load, an index not built)."""
+    try:
+        engram.semantic.model()
+    except UnsupportedMode:
+        return []
+    with engram.health.reading() as r:
+        if not r.servable:
+            return []
+        row = r.conn.execute("SELECT id, title FROM notes WHERE path = ?", (rel,)).fetchone()
+        if row is None:
+            return []
+        searcher = IndexSearcher(r.conn, engram.vault, engram.config)
+        semantic = engram._by_meaning(r, searcher)
+        ranked = semantic.placed(semantic.similar(int(row[0]), limit)[:limit])
+        plan = make_plan(
+            parse_request({"query": str(row[1]) or rel, "mode": "semantic", "limit": limit}),
+            engram.vault,
+            engram.config,
+        )
+        hits = searcher.page(plan, ranked[:limit])
+    return [
+        {
+            "path": h.path,
+            "title": h.title,
+            "score": h.score,
+            "line": h.line,
+            "snippet": h.snippet,
+        }
+        for h in hits
+    ]
+
+
+__all__ = ["CANDIDATES", "HYBRID_DEPTH", "RRF_K", "SemanticSearcher", "similar_notes"]

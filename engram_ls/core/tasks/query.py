@@ -1,0 +1,361 @@
+"""Listing tasks: ``engram tasks``, ``engram/tasks`` and ``list_tasks``.
+
+A request (``request.TasksRequest``) is resolved once against the day it is answered
+(``Wanted``), then answered from the index (``from_index``: one SQL statement over ``tasks``
+and ``notes``, through the indexes by due day, by priority, of the notes' paths and of the
+tags) or, while the index cannot serve, by reading the notes (``from_files``). ``passes``
+and ``sort_key`` are what a task must satisfy and how tasks are ordered, in Python: the scan
+uses them, and the differential test holds the SQL to them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import sqlite3
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from engram_ls.core.config import EngramConfig
+from engram_ls.core.errors import InvalidRequest, LimitExceeded
+from engram_ls.core.index import db
+from engram_ls.core.index.rows import folder_range
+from engram_ls.core.index.schema import TASK_BITS
+from engram_ls.core.model import Task
+from engram_ls.core.search.filters import path_condition, register_glob
+from engram_ls.core.search.plan import in_scope, path_scope
+from engram_ls.core.tasks.request import TasksRequest, parse_tasks_request, resolve_day
+from engram_ls.core.tasks.store import COLUMNS, RANK, from_row, is_open, task_json
+
+if TYPE_CHECKING:
+    from engram_ls.core.service import Engram
+    from engram_ls.core.vault import Vault
+
+STATUS_SQL: dict[str, tuple[str, list[Any]]] = {
+    "open": ("t.open = 1", []),
+    "done": ("t.status IN ('x', 'X')", []),
+    "cancelled": ("t.status = '-'", []),
+    "todo": ("t.status = ' '", []),
+    "in_progress": ("t.status = '/'", []),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Wanted:
+    """A request resolved for one day: what a task must satisfy, the order, the page."""
+
+    status: str
+    due_after: str | None
+    due_before: str | None
+    scheduled_after: str | None
+    scheduled_before: str | None
+    ranks: frozenset[int]
+    tags: tuple[str, ...]
+    """Case-folded, without ``#``."""
+    note_tags: tuple[str, ...]
+    path: str | None
+    path_kind: str | None
+    words: tuple[str, ...]
+    """Case-folded."""
+    sort: str
+    limit: int
+    offset: int
+    today: str
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """One task of the answer, with its note."""
+
+    path: str
+    task: Task
+    title: str
+    created_at: str | None
+    topics: tuple[str, ...]
+
+
+def wanted(request: TasksRequest, vault: Vault, config: EngramConfig, today: dt.date) -> Wanted:
+    """The request resolved (relative days against ``today``, the path checked to stay in
+    the vault, the page against the configured limits)."""
+
+    def day(value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            return resolve_day(value, today)
+        except ValueError as exc:
+            raise InvalidRequest(str(exc)) from None
+
+    limit = request.limit if request.limit is not None else config.limits.default_limit
+    if limit > config.limits.max_results:
+        raise LimitExceeded(
+            f"limit {limit} is over limits.max_results ({config.limits.max_results})",
+            data={"limit": config.limits.max_results},
+        )
+    path, kind = path_scope(request.path, vault)
+    return Wanted(
+        status=request.status,
+        due_after=day(request.due_after),
+        due_before=day(request.due_before),
+        scheduled_after=day(request.scheduled_after),
+        scheduled_before=day(request.scheduled_before),
+        ranks=frozenset(RANK[p] for p in request.priority),
+        tags=_keys(request.tags),
+        note_tags=_keys(request.note_tags),
+        path=path,
+        path_kind=kind,
+        words=tuple(dict.fromkeys((request.text or "").casefold().split())),
+        sort=request.sort,
+        limit=limit,
+        offset=request.offset,
+        today=today.isoformat(),
+    )
+
+
+def _keys(tags: Sequence[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(k for t in tags if (k := t.strip().lstrip("#").casefold())))
+
+
+# -- the meaning, in Python -------------------------------------------------------------------
+
+
+def passes(w: Wanted, task: Task, path: str, topics: Sequence[str]) -> bool:
+    """Whether a task of the note at ``path`` (with ``topics``) is one the request asks for."""
+    if not _status_ok(w.status, task.status):
+        return False
+    if not _between(task.due, w.due_after, w.due_before):
+        return False
+    if not _between(task.scheduled, w.scheduled_after, w.scheduled_before):
+        return False
+    if w.ranks and RANK[task.priority] not in w.ranks:
+        return False
+    if w.tags and not _any_tag(task.tags, w.tags):
+        return False
+    if w.note_tags and not _any_tag(topics, w.note_tags):
+        return False
+    if not in_scope(path, w.path, w.path_kind):
+        return False
+    if w.words:
+        folded = task.text.casefold()
+        if not all(word in folded for word in w.words):
+            return False
+    return True
+
+
+def _status_ok(wanted_status: str, status: str) -> bool:
+    if wanted_status == "all":
+        return True
+    if wanted_status == "open":
+        return is_open(status)
+    if wanted_status == "done":
+        return status in ("x", "X")
+    if wanted_status in STATUS_SQL:
+        return status == {"cancelled": "-", "todo": " ", "in_progress": "/"}[wanted_status]
+    return status == wanted_status
+
+
+def _between(value: str | None, after: str | None, before: str | None) -> bool:
+    if after is None and before is None:
+        return True
+    if value is None:
+        return False
+    return (after is None or value > after) and (before is None or value < before)
+
+
+def _any_tag(tags: Sequence[str], keys: Sequence[str]) -> bool:
+    """Whether one of ``tags`` is one of ``keys`` or nested under one (case-insensitive)."""
+    for tag in tags:
+        folded = tag.casefold()
+        if any(folded == key or folded.startswith(key + "/") for key in keys):
+            return True
+    return False
+
+
+def sort_key(w: Wanted, f: Found) -> tuple[Any, ...]:
+    """How the answer is ordered (the SQL's ORDER BY, in Python)."""
+    rank = -RANK[f.task.priority]
+    due = (f.task.due is None, f.task.due or "")
+    if w.sort == "due":
+        return (*due, rank, f.path, f.task.line)
+    if w.sort == "priority":
+        return (rank, *due, f.path, f.task.line)
+    return (f.path, f.task.line)
+
+
+# -- from the index ---------------------------------------------------------------------------
+
+_ORDER = {
+    "path": "n.path, t.line",
+    "due": "t.due IS NULL, t.due, t.priority DESC, n.path, t.line",
+    "priority": "t.priority DESC, t.due IS NULL, t.due, n.path, t.line",
+}
+
+
+def register(conn: sqlite3.Connection) -> None:
+    """The SQL function the text condition calls (``str.casefold``, as ``passes`` folds)."""
+    conn.create_function("engram_fold", 1, _fold, deterministic=True)
+    register_glob(conn)
+
+
+def _fold(text: Any) -> str:
+    return str(text).casefold() if text is not None else ""
+
+
+def from_index(conn: sqlite3.Connection, w: Wanted) -> tuple[list[Found], int]:
+    """The page of tasks the request asks for, and how many there are, from the index."""
+    where, params = _conditions(w)
+    # Either table can drive: a note's tasks are a range of task ids (a folder's notes read
+    # first), a task's note is its id shifted (tasks read first, by due day or priority).
+    bits, top = TASK_BITS, (1 << TASK_BITS) - 1
+    body = (
+        f" FROM tasks t JOIN notes n ON n.id = (t.id >> {bits})"
+        f" AND t.id BETWEEN (n.id << {bits}) AND (n.id << {bits}) + {top}"
+    )
+    if where:
+        body += " WHERE " + " AND ".join(where)
+    columns = ", ".join(f"t.{c.strip()}" for c in COLUMNS.split(","))
+    rows = conn.execute(
+        f"SELECT {columns}, n.path, n.title, n.created_at, n.topics{body}"
+        f" ORDER BY {_ORDER[w.sort]} LIMIT ? OFFSET ?",
+        [*params, w.limit, w.offset],
+    ).fetchall()
+    found = [
+        Found(str(r[13]), from_row(r[:13]), str(r[14]), r[15], tuple(json.loads(r[16])))
+        for r in rows
+    ]
+    if w.offset == 0 and len(found) < w.limit:
+        total = len(found)
+    else:
+        (total,) = conn.execute(f"SELECT count(*){body}", params).fetchone()
+    return found, int(total)
+
+
+def _conditions(w: Wanted) -> tuple[list[str], list[Any]]:
+    where: list[str] = []
+    params: list[Any] = []
+    if w.status != "all":
+        sql, more = STATUS_SQL.get(w.status, ("t.status = ?", [w.status]))
+        where.append(sql)
+        params += more
+    for column, after, before in (
+        ("due", w.due_after, w.due_before),
+        ("scheduled", w.scheduled_after, w.scheduled_before),
+    ):
+        if after is not None:
+            where.append(f"t.{column} > ?")
+            params.append(after)
+        if before is not None:
+            where.append(f"t.{column} < ?")
+            params.append(before)
+    if w.ranks:
+        where.append(f"t.priority IN ({','.join('?' * len(w.ranks))})")
+        params += sorted(w.ranks)
+    if w.tags:
+        sql, more = _nested("tag", w.tags)
+        where.append(f"t.id IN (SELECT task FROM task_tags WHERE {sql})")
+        params += more
+    if w.note_tags:
+        sql, more = _nested("key", w.note_tags)
+        where.append(
+            "n.id IN (SELECT note_id FROM note_topics WHERE topic_id IN"
+            f" (SELECT id FROM topics WHERE {sql}))"
+        )
+        params += more
+    if w.path is not None:
+        sql, more = path_condition("n.path", w.path, w.path_kind)
+        where.append(sql)
+        params += more
+    for word in w.words:
+        where.append("instr(engram_fold(t.text), ?) > 0")
+        params.append(word)
+    return where, params
+
+
+def _nested(column: str, keys: Sequence[str]) -> tuple[str, list[Any]]:
+    """SQL of ``_any_tag``: ``column`` (case-folded) is one of ``keys`` or under one."""
+    parts, params = [], []
+    for key in keys:
+        lo, hi = folder_range(key)
+        parts.append(f"{column} = ? OR ({column} >= ? AND {column} < ?)")
+        params += [key, lo, hi]
+    return " OR ".join(parts), params
+
+
+# -- from the files ---------------------------------------------------------------------------
+
+
+def from_files(engram: Engram, w: Wanted) -> tuple[list[Found], int]:
+    """The same answer by reading every note in scope (while the index cannot serve)."""
+    found: list[Found] = []
+    under = w.path if w.path is not None and w.path_kind == "folder" else ""
+    if under and engram.vault.abs(under).is_file():
+        paths = [under]
+    else:
+        paths = sorted(f.path for f in engram.vault.walk(under))
+    for path in paths:
+        if not in_scope(path, w.path, w.path_kind):
+            continue
+        note = engram.read_note(path)
+        if note is None:
+            continue
+        for task in note.tasks:
+            if passes(w, task, path, note.topics):
+                found.append(Found(path, task, note.title, note.created_at, note.topics))
+    found.sort(key=lambda f: sort_key(w, f))
+    return found[w.offset : w.offset + w.limit], len(found)
+
+
+# -- the request ------------------------------------------------------------------------------
+
+QUERY_SECONDS = 10.0
+
+
+def query_tasks(
+    engram: Engram,
+    request: TasksRequest | Mapping[str, Any],
+    *,
+    today: dt.date | None = None,
+) -> dict[str, Any]:
+    """The tasks a request asks for, as every front end gives them (docs/tasks.md)."""
+    t0 = time.perf_counter()
+    req = parse_tasks_request(request)
+    w = wanted(req, engram.vault, engram.config, today or dt.date.today())
+    engram._vault_present()
+    found: list[Found] | None = None
+    total = 0
+    deadline = time.monotonic() + QUERY_SECONDS
+    try:
+        with engram.health.reading(fresh=True, deadline=deadline) as r:
+            if r.servable:
+                register(r.conn)
+                found, total = from_index(r.conn, w)
+                served = r.served("index")
+    except db.Interrupted:
+        from engram_ls.core.errors import SearchTimeout
+
+        raise SearchTimeout("listing the tasks ran past its deadline") from None
+    if found is None:
+        served = r.served("scan")
+        found, total = from_files(engram, w)
+    return {
+        "tasks": [
+            {
+                **task_json(f.task, path=f.path, today=w.today),
+                "note": {"title": f.title, "created_at": f.created_at, "topics": list(f.topics)},
+            }
+            for f in found
+        ],
+        "total": total,
+        "truncated": total > w.offset + len(found),
+        "today": w.today,
+        "index": dataclasses.asdict(
+            dataclasses.replace(served, source_revision=engram.revision.current())
+        ),
+        "elapsed_ms": (time.perf_counter() - t0) * 1000,
+    }
+
+
+__all__ = ["Found", "Wanted", "from_files", "from_index", "passes", "query_tasks", "sort_key"]
