@@ -14,8 +14,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from pydantic import BaseModel
+
 from engram_ls import __version__
 from engram_ls.cli_query import add_query_command
+from engram_ls.cli_tasks import add_tasks_commands
 from engram_ls.core.config import CONFIG_DIR
 from engram_ls.core.errors import EngramError, IndexUnavailable
 from engram_ls.core.index.store import IndexStatus
@@ -446,10 +449,11 @@ def _print_librarian(report: LibrarianReport) -> None:
 # -- parser ----------------------------------------------------------------------------------
 
 
-def _add_request_options(p: argparse.ArgumentParser) -> None:
-    """The search request's fields as options (and QUERY), from the core model: the names,
-    defaults, choices and help text are the model's (``core/search/request.py``)."""
-    for f in request_fields("cli"):
+def _add_request_options(p: argparse.ArgumentParser, model: type[BaseModel] | None = None) -> None:
+    """A request's fields as options (and QUERY), from the core model (the search request's,
+    or ``model``'s): the names, defaults, choices and help text are the model's
+    (``core/search/request.py``)."""
+    for f in request_fields("cli", model):
         offer = f.offer
         options: dict[str, Any] = {"help": f.help.replace("%", "%%"), "default": f.default}
         if f.kind is bool:
@@ -492,6 +496,7 @@ def build_parser() -> argparse.ArgumentParser:
     _status_command(sub)
     _topics_command(sub)
     add_query_command(sub)
+    add_tasks_commands(sub)
     _librarian_command(sub)
     _mv_command(sub)
     # `engram lsp ...` and `engram mcp ...` hand their arguments to the servers' own parsers.

@@ -8,7 +8,7 @@ of the file still applies. The same keys are accepted by the language server as
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -53,6 +53,14 @@ class Semantic(BaseModel):
     static model (``model.safetensors`` and ``tokenizer.json``)."""
 
 
+class Tasks(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    overdue: Literal["off", "hint", "information", "warning"] = "off"
+    """Whether engram-ls marks each open task due before today in an open note, and how
+    (a diagnostic of that severity, code ``task-overdue``)."""
+
+
 class EngramConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -74,6 +82,7 @@ class EngramConfig(BaseModel):
     """Where the index lives; relative paths are taken from the vault root."""
     limits: Limits = Field(default_factory=Limits)
     semantic: Semantic = Field(default_factory=Semantic)
+    tasks: Tasks = Field(default_factory=Tasks)
 
     @field_validator("topic_keys", "date_keys", "summary_keys")
     @classmethod

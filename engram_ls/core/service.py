@@ -57,7 +57,7 @@ from engram_ls.core.search.semantic_path import SemanticSearcher, similar_notes
 from engram_ls.core.semantic.engine import EmbedReport, Semantic
 from engram_ls.core.sync import Change, ProgressFn, Syncer, SyncReport, read_note
 from engram_ls.core.tasks.edit import toggle_task
-from engram_ls.core.tasks.query import query_tasks
+from engram_ls.core.tasks.query import query_tasks, task_symbols
 from engram_ls.core.topic_edit import TopicEdit
 from engram_ls.core.vault import Vault
 
@@ -503,6 +503,7 @@ class Engram:
                 if r.read:
                     runner = sym.second_thread(self.index, cancel, deadline)
                     hits = sym.SymbolSearch(r.conn, query, cap, runner=runner).run()
+                    hits = sorted(hits + task_symbols(r.conn, query), key=lambda h: h.rank)[:cap]
                     homes = {
                         h.ref: sym.topic_note(r.conn, h.ref) for h in hits if h.kind == "topic"
                     }

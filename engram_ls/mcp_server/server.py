@@ -3,7 +3,8 @@
 Tools: ``search_notes`` (the DESIGN §4 request and result), ``get_session_context`` (the
 original Engram tool's plain-text answer), ``read_note``, ``list_topics``, ``related_notes``
 (links, backlinks, notes sharing topics and notes near in meaning), ``query_notes`` (a view
-of an Obsidian base), ``index_status``.
+of an Obsidian base), ``list_tasks``, ``index_status``; with ``--allow-write`` also
+``write_note``, ``add_topics`` and ``complete_task``.
 Every error an agent can cause comes back as a tool error naming the Engram code.
 """
 
@@ -31,6 +32,7 @@ from engram_ls.core.search import RequestField, request_fields
 from engram_ls.core.semantic.worker import EmbeddingWorker
 from engram_ls.core.serialize import json_value
 from engram_ls.core.service import Engram
+from engram_ls.core.tasks.request import TasksRequest
 from engram_ls.core.vault import choose_vault_root
 from engram_ls.core.watch import VaultWatcher
 from engram_ls.mcp_server.http import add_http_arguments, http_settings, serve_http
@@ -76,6 +78,7 @@ def create_server(engram: Engram, *, allow_write: bool = False) -> MCPServer:
     )
     _add_search_tools(mcp, engram)
     _add_note_tools(mcp, engram)
+    _add_task_tools(mcp, engram, allow_write=allow_write)
     if allow_write:
         _add_write_tools(mcp, engram)
     return mcp
@@ -257,6 +260,44 @@ def _add_write_tools(mcp: MCPServer, engram: Engram) -> None:
             "topics": list(edit.topics) if edit is not None else None,
             **json_value(indexed),
         }
+
+
+def _add_task_tools(mcp: MCPServer, engram: Engram, *, allow_write: bool) -> None:
+    def list_tasks(**request: Any) -> dict[str, Any]:
+        """List the tasks (- [ ] items) of the notes: by status (open, done, ...), due and
+        scheduled days (YYYY-MM-DD or today, tomorrow, +7d ...), priority, #tags in the
+        task, the note's topics, folder and words. Each task has its path and line (use them
+        with complete_task), status, description, dates, priority, tags, whether it is
+        overdue, and its note's title."""
+        result: dict[str, Any] = _call(engram.tasks, request)
+        return result
+
+    list_tasks.__signature__ = _signature(  # type: ignore[attr-defined]
+        request_fields("agents", TasksRequest)
+    )
+    mcp.add_tool(list_tasks, annotations=READ_ONLY)
+
+    if not allow_write:
+        return
+
+    @mcp.tool(annotations=WRITE)
+    def complete_task(
+        path: Annotated[str, Field(description="Vault-relative path of the note (.md).")],
+        line: Annotated[int, Field(ge=1, description="The task's line, from 1 (list_tasks).")],
+        expect: Annotated[
+            str | None,
+            Field(description="The whole line as you last read it: refused if it changed."),
+        ] = None,
+        done: Annotated[
+            bool, Field(description="true: mark done (default); false: mark not done.")
+        ] = True,
+    ) -> dict[str, Any]:
+        """Mark a task done (status x and a ✅ day, as Obsidian Tasks writes it) or not done.
+        Only that line changes (a recurring task gets its next occurrence on the line above:
+        see `inserted` and `recurrence`); refused when the line is not a task or no longer
+        reads `expect`. The note is indexed again when this returns."""
+        result: dict[str, Any] = _call(engram.toggle_task, path, line, expect=expect, done=done)
+        return result
 
 
 def _signature(fields: Sequence[RequestField]) -> inspect.Signature:

@@ -38,6 +38,7 @@ async def test_tools_are_listed_read_only(tags_engram: Engram) -> None:
             "list_topics",
             "related_notes",
             "query_notes",
+            "list_tasks",
             "index_status",
         }
         for tool in tools.values():
@@ -419,3 +420,50 @@ async def test_query_notes_runs_a_base(vault_copy: Callable[[str], Path]) -> Non
         assert "'this'" in r.content[0].text and "line 1" in r.content[0].text
         r = await call(client, "query_notes", {"base": "../outside.base"})
         assert r.is_error and "ENGRAM_OUTSIDE_VAULT" in r.content[0].text
+
+
+async def test_list_and_complete_tasks(vault_copy: Callable[[str], Path]) -> None:
+    """``list_tasks`` and ``complete_task`` through the real ``engram-mcp`` process started
+    with ``--allow-write``: the open tasks soonest first, a task completed (one line changed,
+    then listed as done), the same line with a stale ``expect`` refused, and a second call
+    giving the bytes back."""
+    root = vault_copy("example")
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "engram_ls", "mcp", "--allow-write", str(root)]
+    )
+    note = root / "meetings/2024/2024-11-04 perf sync.md"
+    before = note.read_bytes()
+    async with Client(params) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert tools["list_tasks"].annotations.read_only_hint  # type: ignore[union-attr]
+        assert tools["complete_task"].annotations.destructive_hint  # type: ignore[union-attr]
+        assert "due_before" in tools["list_tasks"].input_schema["properties"]
+        r = await call(client, "list_tasks", {"status": "open", "sort": "due", "limit": 2})
+        assert not r.is_error, r.content
+        first = r.structured_content["tasks"][0]
+        assert (first["path"], first["line"], first["overdue"]) == (
+            "meetings/2024/2024-11-04 perf sync.md",
+            27,
+            True,
+        )
+        assert r.structured_content["total"] == 5 and r.structured_content["truncated"]
+        r = await call(client, "complete_task", {"path": first["path"], "line": 27})
+        assert not r.is_error, r.content
+        done = r.structured_content
+        assert done["done"] is True and done["indexed"] is True
+        lines = note.read_bytes().split(b"\n")
+        assert lines[26].decode().startswith("- [x] Measure the rename")
+        r = await call(client, "list_tasks", {"status": "done", "path": "meetings/2024"})
+        assert [t["line"] for t in r.structured_content["tasks"]] == [27, 28]
+        r = await call(
+            client, "complete_task", {"path": first["path"], "line": 27, "expect": "- [ ] x"}
+        )
+        assert r.is_error and "ENGRAM_INVALID_REQUEST" in r.content[0].text
+        r = await call(
+            client,
+            "complete_task",
+            {"path": first["path"], "line": 27, "expect": done["after"], "done": False},
+        )
+        assert not r.is_error and note.read_bytes() == before
+        r = await call(client, "list_tasks", {"due_before": "never"})
+        assert r.is_error and "ENGRAM_INVALID_REQUEST" in r.content[0].text

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
-SymbolKind = Literal["note", "heading", "topic"]
+SymbolKind = Literal["note", "heading", "topic", "task"]
 
 FTS_MIN_CHARS = 3
 """Queries shorter than this are searched among the newest notes; a shorter last word is
@@ -31,7 +31,7 @@ TOPIC_READ_BYTES = 65_536
 
 EXACT, PREFIX, WORD, FUZZY = 0, 1, 2, 3
 TIERS = (EXACT, PREFIX, WORD, FUZZY)
-_KIND_ORDER: dict[str, int] = {"note": 0, "heading": 1, "topic": 2}
+_KIND_ORDER: dict[str, int] = {"note": 0, "heading": 1, "topic": 2, "task": 3}
 
 Rank = tuple[int, int, int, str, int, str, int]
 

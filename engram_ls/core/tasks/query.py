@@ -24,6 +24,7 @@ from engram_ls.core.errors import InvalidRequest, LimitExceeded
 from engram_ls.core.index import db
 from engram_ls.core.index.rows import folder_range
 from engram_ls.core.index.schema import TASK_BITS
+from engram_ls.core.index.symbol_match import SymbolHit
 from engram_ls.core.model import Task
 from engram_ls.core.search.filters import path_condition, register_glob
 from engram_ls.core.search.plan import in_scope, path_scope
@@ -282,6 +283,43 @@ def _nested(column: str, keys: Sequence[str]) -> tuple[str, list[Any]]:
         parts.append(f"{column} = ? OR ({column} >= ? AND {column} < ?)")
         params += [key, lo, hi]
     return " OR ".join(parts), params
+
+
+TASK_SYMBOLS = 20
+"""Open tasks a ``workspace/symbol`` answer holds, at most."""
+TASK_TIER = 2
+"""A task holding the query ranks with names matched at a word start: after exact and prefix
+matches, before loose subsequences (``symbol_match`` tiers 0-3)."""
+MIN_SYMBOL_CHARS = 3
+
+
+def task_symbols(conn: sqlite3.Connection, query: str) -> list[SymbolHit]:
+    """Open tasks whose text holds ``query`` (ASCII letters in any case: SQLite's LIKE), at
+    most ``TASK_SYMBOLS``, for ``workspace/symbol``; none for a query under three characters
+    (every task would match). The scan stops at the cap: a common word costs little, a word
+    no task has reads every open task's text (a few ms at 100,000 notes)."""
+    q = query.strip()
+    if len(q) < MIN_SYMBOL_CHARS:
+        return []
+    pattern = "%" + q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    rows = conn.execute(
+        f"SELECT t.line, t.text, t.data, t.due, n.path, n.title FROM tasks t"
+        f" JOIN notes n ON n.id = (t.id >> {TASK_BITS})"
+        " WHERE t.open = 1 AND t.text LIKE ? ESCAPE '\\' LIMIT ?",
+        (pattern, TASK_SYMBOLS),
+    )
+    return [
+        SymbolHit(
+            kind="task",
+            name=json.loads(data).get("description") or text,
+            path=str(path),
+            line=int(line),
+            container=str(title),
+            tier=TASK_TIER,
+            day=due,
+        )
+        for line, text, data, due, path, title in rows
+    ]
 
 
 # -- from the files ---------------------------------------------------------------------------

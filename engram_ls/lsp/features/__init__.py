@@ -1,9 +1,9 @@
 """Every LSP method Engram answers, registered once here, with the contributors that answer it.
 
 A feature module holds one concern (topics, properties, links, the librarian's suggestions,
-the core's problems with a note, symbols, search, keeping the index current) and never imports
-another feature module; what they share is in ``lsp/document.py`` (the document and positions),
-``lsp/slots.py`` (where a frontmatter value is being written) and
+the core's problems with a note, symbols, search, bases, tasks, keeping the index current) and
+never imports another feature module; what they share is in ``lsp/document.py`` (the
+document and positions), ``lsp/slots.py`` (where a frontmatter value is being written) and
 ``lsp/convert.py`` (core ↔ protocol). A method with several contributors asks them in the
 order listed in ``Contributors`` (``lsp/registry.py``: a contributor that fails is logged and
 skipped, the others still answer):
@@ -33,6 +33,7 @@ from engram_ls.lsp.features import (
     properties,
     search,
     symbols,
+    tasks,
     topics,
 )
 from engram_ls.lsp.registry import Contributor, every_answer, first_answer
@@ -63,12 +64,14 @@ class Contributors:
     )
     code_actions: Sequence[Contributor[Sequence[types.CodeAction]]] = (
         links.create_note_actions,
+        tasks.toggle_actions,
         librarian.suggested_topics,
     )
     diagnostics: Sequence[publish.DiagnosticsContributor] = (
         problems.diagnose,
         links.diagnose,
         bases.diagnose,
+        tasks.diagnose,
     )
     base_hover: Contributor[types.Hover | None] = bases.hover
     """Hover, completion and diagnostics of an Obsidian base (a ``.base`` file)."""
@@ -191,6 +194,8 @@ def _register_single(server: EngramLanguageServer) -> None:
     feature(search.STATUS)(search.status)
     feature(search.RELATED)(search.related)
     feature(bases.QUERY)(bases.query)
+    feature(tasks.TASKS)(tasks.tasks)
+    server.command(tasks.TOGGLE)(tasks.toggle_command)
     feature(types.TEXT_DOCUMENT_DID_SAVE)(files.did_save)
     feature(types.WORKSPACE_DID_CREATE_FILES, files.FILE_OPERATIONS)(files.did_create)
     feature(types.WORKSPACE_DID_RENAME_FILES, files.FILE_OPERATIONS)(files.did_rename)

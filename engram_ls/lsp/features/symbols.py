@@ -53,6 +53,7 @@ KINDS: dict[str, types.SymbolKind] = {
     "note": types.SymbolKind.File,
     "heading": types.SymbolKind.String,
     "topic": types.SymbolKind.Key,
+    "task": types.SymbolKind.Event,
 }
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 
