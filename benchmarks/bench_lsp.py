@@ -346,6 +346,19 @@ async def bases(s: Session, runs: int, settle_s: float = 0.0) -> dict[str, Any]:
     return rows
 
 
+async def tasks(s: Session, runs: int, settle_s: float = 0.0) -> dict[str, Any]:
+    """``engram/tasks`` over the task kinds (``benchlib.task_mix``)."""
+    rows: dict[str, Any] = {}
+    for name, params in b.task_mix():
+
+        async def one(params: dict[str, Any] = params) -> Any:
+            return await s.request("engram/tasks", params)
+
+        stats, res = await b.timed(one, runs, settle_s=settle_s)
+        rows[name] = {**stats, "total": res["total"], "served_by": res["index"]["served_by"]}
+    return rows
+
+
 async def symbols(s: Session, runs: int, shape: str = "standard") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for q in b.symbol_queries(shape):
@@ -570,6 +583,7 @@ async def editor_session(
             if full:
                 out["engram/search"] = await queries(s, vault, runs)
                 out["engram/query"] = await bases(s, runs)
+                out["engram/tasks"] = await tasks(s, runs)
                 out["workspace/symbol"] = await symbols(s, runs, shape)
                 out.update(await completion_and_save(s, vault, runs))
                 out["link completion"] = await link_completion(s, vault, runs)
@@ -640,6 +654,12 @@ async def search_rounds(
                 if code is None:  # engram/query: this tree's (a baseline may not have it)
                     bases_rows = await bases(s, repeat, settle_s)
                     row.update({f"engram/query {k}": v for k, v in bases_rows.items()})
+                    row.update(
+                        {
+                            f"engram/tasks {k}": v
+                            for k, v in (await tasks(s, repeat, settle_s)).items()
+                        }
+                    )
                 out["rounds"][name].append(row)
             finally:
                 await s.stop()

@@ -260,6 +260,26 @@ def base_mix() -> list[tuple[str, str]]:
     ]
 
 
+def task_mix() -> list[tuple[str, dict[str, Any]]]:
+    """(name, ``engram/tasks`` params) of the task kinds (issue 18): the open tasks due in one
+    week (a fixed one: the generator's days are 2018-2025), the open tasks with a tag by
+    priority, the tasks of one folder, and every open task soonest first (a page of 50)."""
+    return [
+        (
+            "tasks due this week",
+            {
+                "status": "open",
+                "due_after": "2022-06-05",
+                "due_before": "2022-06-13",
+                "sort": "due",
+            },
+        ),
+        ("tasks tag by priority", {"status": "open", "tags": ["waiting"], "sort": "priority"}),
+        ("tasks in folder", {"path": "area-00/2022"}),
+        ("tasks open by due", {"status": "open", "sort": "due"}),
+    ]
+
+
 SEMANTIC_QUERIES = (
     "why is the search index slow after a release",
     "memory leak in the watcher",

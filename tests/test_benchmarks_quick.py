@@ -46,6 +46,7 @@ QUERIES = [
     "nested tag+where",
 ]
 BASES = ["base 3 conditions+sort", "base formula filter", "base groupBy+summary"]
+TASKS = ["tasks due this week", "tasks tag by priority", "tasks in folder", "tasks open by due"]
 WITH_RG = [
     "text rare",
     "text common",
@@ -113,6 +114,10 @@ def test_quick_benchmark_reports_every_metric(tmp_path: Path) -> None:
     vs = lsp["vscode"]
     assert sorted(vs["engram/search"]) == sorted(QUERIES)
     assert sorted(vs["engram/query"]) == sorted(BASES)
+    assert sorted(vs["engram/tasks"]) == sorted(TASKS)
+    for row in vs["engram/tasks"].values():
+        percentiles(row)
+        assert row["total"] >= 1 and row["served_by"] == "index", row
     for row in vs["engram/query"].values():
         percentiles(row)
         assert row["total"] >= 1 and row["rows"] >= 1, row

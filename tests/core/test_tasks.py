@@ -385,3 +385,25 @@ def test_relative_days_are_from_the_day_asked(tmp_path: Path) -> None:
         assert answer(engram, week, today)[0] == [("a.md", 1)]
         assert answer(engram, {"due_before": "today"}, today)[0] == [("a.md", 3)]
         assert answer(engram, {"due_after": "+2w"}, today)[0] == [("a.md", 2)]
+
+
+def test_a_task_with_a_tag_and_one_nested_under_it_counts_once(tmp_path: Path) -> None:
+    """The count of a tag's tasks (read from the tags' index when the request asks for
+    nothing else) counts a task with #a and #a/b once, open ones only when asked."""
+    root = tmp_path / "v"
+    root.mkdir()
+    (root / "n.md").write_text(
+        "- [ ] one #a #a/b\n- [ ] two #a\n- [x] three #a/c\n- [ ] four #ab\n- [ ] five #b\n",
+        "utf-8",
+    )
+    today = dt.date(2025, 1, 1)
+    with Engram(root, index_path=tmp_path / "i.sqlite") as engram:
+        engram.sync()
+        for request, total in [
+            ({"tags": ["a"]}, 3),
+            ({"tags": ["a"], "status": "open"}, 2),
+            ({"tags": ["A", "b"]}, 4),
+            ({"tags": ["ab"]}, 1),
+        ]:
+            page = engram.tasks({**request, "limit": 1, "offset": 1}, today=today)
+            assert page["total"] == total, request

@@ -85,8 +85,8 @@ class NoteRows(NamedTuple):
     """``prop_stats.note_pairs`` of ``props``: computed where the note is parsed."""
     tasks: tuple[TaskRow, ...] = ()
     """The ``tasks`` rows of the note's tasks, without their ids (``tasks.store.task_rows``)."""
-    task_tags: tuple[tuple[int, str], ...] = ()
-    """(the task's place, its tag case-folded) of each ``task_tags`` row."""
+    task_tags: tuple[tuple[int, str, int], ...] = ()
+    """(the task's place, its tag case-folded, whether it is open) of each ``task_tags`` row."""
     trigram: str | None = ""
     """The file's text for the trigram index; None when it cannot hold it (the note is then
     a candidate of every literal search), ``""`` for no rows (trigram index off)."""
@@ -212,7 +212,7 @@ _CHILD_INSERTS = {
     "unindexed": "INSERT OR IGNORE INTO tri_unindexed (note_id) VALUES (?)",
     "props": "INSERT INTO props (id, key, kind, value, item) VALUES (?, ?, ?, ?, ?)",
     "tasks": f"INSERT INTO tasks ({COLUMNS}) VALUES ({', '.join('?' * 13)})",
-    "task_tags": "INSERT INTO task_tags (task, tag) VALUES (?, ?)",
+    "task_tags": "INSERT INTO task_tags (task, tag, open) VALUES (?, ?, ?)",
 }
 """How each list of ``_ChildRows`` is written (one statement per table, in this order)."""
 
@@ -330,7 +330,7 @@ class Batch:
         if rows.tasks:
             first = note_id << TASK_BITS
             out.tasks.extend([(first + n, *row) for n, row in enumerate(rows.tasks)])
-            out.task_tags.extend([(first + n, tag) for n, tag in rows.task_tags])
+            out.task_tags.extend([(first + n, tag, o) for n, tag, o in rows.task_tags])
 
     def _write_children(self, rows: _ChildRows) -> None:
         rows.names.sort()  # in key order: fewer pages touched in a large batch

@@ -56,7 +56,7 @@ Layout:
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 15
+SCHEMA_VERSION = 17
 """Stored in ``PRAGMA user_version``. Bump on any change below: old indexes are rebuilt."""
 
 PROP_BITS = 10
@@ -69,9 +69,9 @@ BUILT_LAST = {
     "notes_by_stem": "notes (stem_key)",
     "links_by_key": "links (key)",
     "props_by_value": "props (key, kind, value, item)",
-    "tasks_by_due": "tasks (open, due)",
-    "tasks_by_priority": "tasks (open, priority, due)",
-    "task_tags_by_tag": "task_tags (tag)",
+    "tasks_by_due": "tasks (open, ifnull(due, '~'), priority DESC)",
+    "tasks_by_priority": "tasks (open, priority DESC, ifnull(due, '~'))",
+    "task_tags_by_tag": "task_tags (tag, open)",
 }
 """The indexes a cold build makes at its end (``Batch.defer_indexes``), by name: each keeps
 rows in an order their notes do not come in (dates, titles, link targets, values), so that
@@ -163,6 +163,7 @@ CREATE TABLE tasks (
 CREATE TABLE task_tags (
     task  INTEGER NOT NULL,
     tag   TEXT NOT NULL,             -- case-folded
+    open  INTEGER NOT NULL,          -- the task's tasks.open: a tag's open tasks counted alone
     PRIMARY KEY (task, tag)
 ) STRICT, WITHOUT ROWID;
 

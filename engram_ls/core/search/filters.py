@@ -169,8 +169,12 @@ def path_condition(column: str, scope: str, kind: str | None) -> tuple[str, list
     or matching the glob (``engram_glob``: ``register_glob``)."""
     if kind == "glob":
         return f"engram_glob(?, {column})", [scope]
-    lo, hi = folder_range(scope)
-    return f"({column} = ? OR ({column} >= ? AND {column} < ?))", [scope, lo, hi]
+    # One range of the paths' index (the note, and every path under the folder, sort between
+    # the scope and the scope followed by '0', the character after '/'), then the exact test.
+    return (
+        f"{column} >= ? AND {column} < ? AND ({column} = ? OR substr({column}, ?, 1) = '/')",
+        [scope, scope + "0", scope, len(scope) + 1],
+    )
 
 
 def register_glob(conn: sqlite3.Connection) -> None:

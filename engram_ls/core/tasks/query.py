@@ -188,10 +188,13 @@ def sort_key(w: Wanted, f: Found) -> tuple[Any, ...]:
 
 # -- from the index ---------------------------------------------------------------------------
 
+DUE = "ifnull(t.due, '~')"
+"""A task's due day as the indexes order it: undated ones ('~') after every day."""
 _ORDER = {
-    "path": "n.path, t.line",
-    "due": "t.due IS NULL, t.due, t.priority DESC, n.path, t.line",
-    "priority": "t.priority DESC, t.due IS NULL, t.due, n.path, t.line",
+    # t.id orders a note's tasks as their lines do (a task's place in its note)
+    "path": "n.path, t.id",
+    "due": f"{DUE}, t.priority DESC, n.path, t.id",
+    "priority": f"t.priority DESC, {DUE}, n.path, t.id",
 }
 
 
@@ -206,20 +209,23 @@ def _fold(text: Any) -> str:
 
 
 def from_index(conn: sqlite3.Connection, w: Wanted) -> tuple[list[Found], int]:
-    """The page of tasks the request asks for, and how many there are, from the index."""
+    """The page of tasks the request asks for, and how many there are, from the index.
+
+    A folder scope reads its notes first (one range of the paths' index, each note's tasks a
+    range of task ids, already in the order of a listing by path); any other request reads the
+    tasks first (by due day or by priority, through their indexes) and each one's note by its
+    id. The count reads ``tasks`` alone when no condition is on the note."""
     where, params = _conditions(w)
-    # Either table can drive: a note's tasks are a range of task ids (a folder's notes read
-    # first), a task's note is its id shifted (tasks read first, by due day or priority).
     bits, top = TASK_BITS, (1 << TASK_BITS) - 1
-    body = (
-        f" FROM tasks t JOIN notes n ON n.id = (t.id >> {bits})"
-        f" AND t.id BETWEEN (n.id << {bits}) AND (n.id << {bits}) + {top}"
-    )
-    if where:
-        body += " WHERE " + " AND ".join(where)
+    ids = f"t.id BETWEEN (n.id << {bits}) AND (n.id << {bits}) + {top}"
+    if w.path is not None and w.path_kind == "folder":
+        joined = f" FROM notes n CROSS JOIN tasks t ON {ids}"
+    else:
+        joined = f" FROM tasks t JOIN notes n ON n.id = (t.id >> {bits}) AND {ids}"
+    condition = " WHERE " + " AND ".join(where) if where else ""
     columns = ", ".join(f"t.{c.strip()}" for c in COLUMNS.split(","))
     rows = conn.execute(
-        f"SELECT {columns}, n.path, n.title, n.created_at, n.topics{body}"
+        f"SELECT {columns}, n.path, n.title, n.created_at, n.topics{joined}{condition}"
         f" ORDER BY {_ORDER[w.sort]} LIMIT ? OFFSET ?",
         [*params, w.limit, w.offset],
     ).fetchall()
@@ -230,8 +236,52 @@ def from_index(conn: sqlite3.Connection, w: Wanted) -> tuple[list[Found], int]:
     if w.offset == 0 and len(found) < w.limit:
         total = len(found)
     else:
-        (total,) = conn.execute(f"SELECT count(*){body}", params).fetchone()
+        total = _count(conn, w, joined, condition, params)
     return found, int(total)
+
+
+def _count(
+    conn: sqlite3.Connection, w: Wanted, joined: str, condition: str, params: list[Any]
+) -> int:
+    """How many tasks pass: from ``task_tags`` alone for tags and a status of ``open`` or
+    ``all`` (its index by tag and open state), from ``tasks`` alone when nothing is asked of
+    the note, else through the join."""
+    others = all(getattr(w, name) == value for name, value in _UNFILTERED.items())
+    if w.tags and w.status in ("open", "all") and others:
+        opened = " AND open = 1" if w.status == "open" else ""
+        if len(w.tags) == 1:
+            key = w.tags[0]
+            lo, hi = folder_range(key)
+            nested = conn.execute(
+                "SELECT 1 FROM task_tags WHERE tag >= ? AND tag < ? LIMIT 1", (lo, hi)
+            ).fetchone()
+            if nested is None:  # one tag, none under it: a task counts once (a range count)
+                (n,) = conn.execute(
+                    f"SELECT count(*) FROM task_tags WHERE tag = ?{opened}", (key,)
+                ).fetchone()
+                return int(n)
+        sql, more = _nested("tag", w.tags)
+        (n,) = conn.execute(
+            f"SELECT count(DISTINCT task) FROM task_tags WHERE ({sql}){opened}", more
+        ).fetchone()
+        return int(n)
+    source = joined if w.path is not None or w.note_tags else " FROM tasks t"
+    (n,) = conn.execute(f"SELECT count(*){source}{condition}", params).fetchone()
+    return int(n)
+
+
+_UNFILTERED: dict[str, Any] = {
+    "due_after": None,
+    "due_before": None,
+    "scheduled_after": None,
+    "scheduled_before": None,
+    "ranks": frozenset(),
+    "note_tags": (),
+    "path": None,
+    "path_kind": None,
+    "words": (),
+}
+"""A request's filters other than status and tags, as when none is given."""
 
 
 def _conditions(w: Wanted) -> tuple[list[str], list[Any]]:
@@ -241,22 +291,25 @@ def _conditions(w: Wanted) -> tuple[list[str], list[Any]]:
         sql, more = STATUS_SQL.get(w.status, ("t.status = ?", [w.status]))
         where.append(sql)
         params += more
-    for column, after, before in (
-        ("due", w.due_after, w.due_before),
-        ("scheduled", w.scheduled_after, w.scheduled_before),
-    ):
-        if after is not None:
-            where.append(f"t.{column} > ?")
-            params.append(after)
-        if before is not None:
-            where.append(f"t.{column} < ?")
-            params.append(before)
+    if w.due_after is not None:  # in the terms of the index: an undated task is '~'
+        where.append(f"{DUE} > ? AND t.due IS NOT NULL")
+        params.append(w.due_after)
+    if w.due_before is not None:
+        where.append(f"{DUE} < ?")
+        params.append(w.due_before)
+    if w.scheduled_after is not None:
+        where.append("t.scheduled > ?")
+        params.append(w.scheduled_after)
+    if w.scheduled_before is not None:
+        where.append("t.scheduled < ?")
+        params.append(w.scheduled_before)
     if w.ranks:
         where.append(f"t.priority IN ({','.join('?' * len(w.ranks))})")
         params += sorted(w.ranks)
     if w.tags:
         sql, more = _nested("tag", w.tags)
-        where.append(f"t.id IN (SELECT task FROM task_tags WHERE {sql})")
+        # probed per task (a primary key lookup) as tasks are read in order, never listed whole
+        where.append(f"EXISTS (SELECT 1 FROM task_tags x WHERE x.task = t.id AND ({sql}))")
         params += more
     if w.note_tags:
         sql, more = _nested("key", w.note_tags)

@@ -30,11 +30,13 @@ def is_open(status: str) -> bool:
     return task_state(status) not in ("done", "cancelled")
 
 
-def task_rows(tasks: Sequence[Task]) -> tuple[tuple[TaskRow, ...], tuple[tuple[int, str], ...]]:
+def task_rows(
+    tasks: Sequence[Task],
+) -> tuple[tuple[TaskRow, ...], tuple[tuple[int, str, int], ...]]:
     """The ``tasks`` rows of a note's tasks, and its ``task_tags`` rows (the task's place in
-    the note, the tag case-folded)."""
+    the note, the tag case-folded, whether the task is open)."""
     rows: list[TaskRow] = []
-    tags: list[tuple[int, str]] = []
+    tags: list[tuple[int, str, int]] = []
     for place, t in enumerate(tasks):
         data = {
             "description": t.description,
@@ -62,7 +64,10 @@ def task_rows(tasks: Sequence[Task]) -> tuple[tuple[TaskRow, ...], tuple[tuple[i
                 json.dumps({k: v for k, v in data.items() if v}, ensure_ascii=False),
             )
         )
-        tags.extend((place, key) for key in dict.fromkeys(tag.casefold() for tag in t.tags))
+        opened = int(is_open(t.status))
+        tags.extend(
+            (place, key, opened) for key in dict.fromkeys(tag.casefold() for tag in t.tags)
+        )
     return tuple(rows), tuple(tags)
 
 
