@@ -65,9 +65,7 @@ def task_rows(
             )
         )
         opened = int(is_open(t.status))
-        tags.extend(
-            (place, key, opened) for key in dict.fromkeys(tag.casefold() for tag in t.tags)
-        )
+        tags.extend((place, key, opened) for key in dict.fromkeys(tag.casefold() for tag in t.tags))
     return tuple(rows), tuple(tags)
 
 
