@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -110,14 +111,33 @@ def test_vsix_contents(vsix: Path) -> None:
         "engram.showStatus": "Show Index Status",
         "engram.relatedNotes": "Related Notes",
         "engram.runBase": "Run Base View",
+        "engram.tasks.refresh": "Refresh Tasks",
+        "engram.tasks.toggle": "Toggle Task",
     }
+    assert {c["category"] for c in manifest["contributes"]["commands"]} == {"Engram"}
+    # the extension's commands never take the name of the server's (the client registers those)
+    assert "engram.toggleTask" not in commands
+    menus = manifest["contributes"]["menus"]
     # the base's own toolbar button, on .base files only
-    (title,) = manifest["contributes"]["menus"]["editor/title"]
+    (title,) = menus["editor/title"]
     assert title == {
         "command": "engram.runBase",
         "when": "resourceExtname == .base",
         "group": "navigation",
     }
+    # the Tasks view, in the Explorer, while the extension is active
+    (view,) = manifest["contributes"]["views"]["explorer"]
+    assert (view["id"], view["name"], view["when"]) == ("engram.tasks", "Tasks", "engram.active")
+    assert menus["view/title"] == [
+        {"command": "engram.tasks.refresh", "when": "view == engram.tasks", "group": "navigation"}
+    ]
+    on_task = "view == engram.tasks && viewItem == engram.task"
+    assert sorted((m["command"], m["when"], m["group"]) for m in menus["view/item/context"]) == [
+        ("engram.tasks.toggle", on_task, "inline"),
+        ("engram.tasks.toggle", on_task, "navigation"),
+    ]
+    # a toggle needs a task of the view: not in the command palette
+    assert {"command": "engram.tasks.toggle", "when": "false"} in menus["commandPalette"]
     properties = manifest["contributes"]["configuration"]["properties"]
     assert "engram.server.command" in properties
     mode = properties["engram.search.mode"]
@@ -261,7 +281,7 @@ def test_a_refused_mode_is_shown_in_the_picker(e2e: dict[str, Any]) -> None:
 
 
 def test_run_base_view_in_code_server(e2e: dict[str, Any]) -> None:
-    """"Engram: Run Base View" on bases/work.base: a picker of its three views; the chosen one
+    """ "Engram: Run Base View" on bases/work.base: a picker of its three views; the chosen one
     ("By status": grouped, with an average) opens beside it as a read-only Markdown document,
     each row linked to its note."""
     base = e2e["checks"]["base"]
@@ -288,6 +308,69 @@ def test_related_notes_in_code_server(e2e: dict[str, Any], server_says: dict[str
         for r in related["rows"]
     ), related["rows"]
     assert "memory-leak-hunt" in related["opened"]
+
+
+def test_tasks_view_in_code_server(e2e: dict[str, Any]) -> None:
+    """The Explorer's Tasks view lists the vault's open tasks by due day (all overdue: their
+    days are past), opens a task's note at its line, and its "Toggle Task" (context menu and
+    inline action) marks a task done: a note no editor holds on disk, one open in the editor
+    in its buffer (then saved), the CRLF note either way with its line endings kept; the view
+    then lists it no more. A server that cannot start is one row with its message; restarted,
+    the tasks again."""
+    tasks = e2e["checks"]["tasks"]
+    assert tasks["groups"] == ["Overdue (5)"], tasks["groups"]
+    assert tasks["overdue"] == [
+        "Measure the rename of a folder with 1,000 notes; target below 0.3 s. #benchmark",
+        "Weekly index health check",
+        "Ship the VS Code extension #editor",
+        "Neovim plugin #editor",
+        "Check the agent server's memory again next month",
+    ]
+    ship = next(r for r in tasks["rows"] if r["label"] == "Ship the VS Code extension #editor")
+    assert ship["description"] == "Roadmap 2025 · due 2025-06-30 · high priority"
+    assert tasks["header"] == "Tasks - 5 open Section"
+    assert tasks["opened"] == {"tab": "2025-01-20 roadmap.md", "cursor": "Ln 17, Col 1"}
+
+    day = r"\d{4}-\d{2}-\d{2}"
+    measure = tasks["toggled"]
+    assert measure["path"] == "meetings/2024/2024-11-04 perf sync.md" and measure["line"] == 27
+    assert "Toggle Task" in measure["contextMenu"]
+    assert re.fullmatch(
+        r"- \[x\] Measure the rename of a folder with 1,000 notes; target below 0\.3 s\."
+        rf" 📅 2024-11-15 ⏫ #benchmark ✅ {day}",
+        measure["text"],
+    ), measure["text"]
+    assert measure["crlf"], "the note's CRLF line ending was not kept"
+    # the search check opened this note: VS Code may still hold it (then its buffer, saved)
+    assert re.fullmatch(
+        r"meetings/2024/2024-11-04 perf sync\.md:27 marked done (on disk|in the editor)",
+        measure["log"],
+    ), measure["log"]
+    assert measure["groupsAfter"] == ["Overdue (4)"]
+    assert "Ship the VS Code extension #editor" in measure["overdueAfter"]
+    assert not any(label.startswith("Measure the rename") for label in measure["overdueAfter"])
+
+    journal = tasks["toggledOnDisk"]
+    assert re.fullmatch(
+        rf"- \[x\] Check the agent server's memory again next month 📅 2026-03-14 🔼 ✅ {day}",
+        journal["text"],
+    ), journal["text"]
+    assert journal["log"] == "journal/2026-02-14.md:11 marked done on disk"
+    assert journal["groupsAfter"] == ["Overdue (3)"]
+
+    opened = tasks["toggledOpen"]
+    assert re.fullmatch(
+        r"- \[x\] Ship the VS Code extension \[due:: 2025-06-30\] \[priority:: high\] #editor"
+        rf" \[completion:: {day}\]",
+        opened["text"],
+    ), opened["text"]
+    assert opened["log"] == "meetings/2025/2025-01-20 roadmap.md:17 marked done in the editor"
+    assert opened["editor"] and not opened["dirty"]
+    assert opened["overdueAfter"] == ["Weekly index health check", "Neovim plugin #editor"]
+
+    down = e2e["checks"]["settingsRestart"]["tasksView"]
+    assert "no-such-engram-ls" in down["failed"] and "engram.server.command" in down["failed"]
+    assert down["recovered"] == ["Overdue (2)"]
 
 
 def test_related_without_server_support_in_code_server(

@@ -18,9 +18,15 @@
 //   3b. "Engram: Related Notes" on a note lists its related notes (or the server's error);
 //   3c. "Engram: Run Base View" on bases/work.base offers its views and shows the chosen one
 //      as a read-only Markdown table beside it, its rows linked to their notes;
+//   3d. the Explorer's Tasks view lists the open tasks by due day ("Overdue" holds "Ship the VS
+//      Code extension"), a click opens the task's note at its line, and "Toggle Task" (in the
+//      context menu, and the inline action) marks "Measure the rename…" done on disk (the CRLF
+//      note keeps its line endings) and "Ship…" done in its open editor (saved); the view then
+//      lists them no more;
 //   4. "Engram: Show Index Status" lists the vault; its Reindex restarts engram-ls (new pid);
 //   5. a workspace setting naming a missing server command restarts the client, shows the
-//      error with its fix and "not running"; removing it brings the server back to ready;
+//      error with its fix and "not running" (the Tasks view: one row with the message);
+//      removing it brings the server back to ready (and the Tasks view its tasks);
 //   6. with semantic search turned off (engram.settings), a semantic search shows the
 //      server's ENGRAM_UNSUPPORTED_MODE message in the picker;
 //   7. the build's work-done progress reached the extension (its log has begin and end).
@@ -537,6 +543,195 @@ async function checkBase(page) {
   }
 }
 
+// The vault's open tasks (examples/vault): every due day is in the past, so they are overdue.
+const TASK_SHIP = 'Ship the VS Code extension #editor';
+const TASK_MEASURE = 'Measure the rename of a folder with 1,000 notes; target below 0.3 s. #benchmark';
+const MEASURE_NOTE = 'meetings/2024/2024-11-04 perf sync.md';
+const MEASURE_LINE = 27;
+const TASK_JOURNAL = "Check the agent server's memory again next month";
+
+/** The Explorer's Tasks pane. */
+function tasksPane(page) {
+  return page.locator('.pane', { has: page.locator('.pane-header h3.title', { hasText: /^Tasks$/ }) }).first();
+}
+
+/** The rows of the Tasks view on screen: groups (level 1) and tasks (level 2), in order. */
+async function taskRows(page) {
+  return tasksPane(page)
+    .locator('.monaco-list-row')
+    .evaluateAll((rows) =>
+      rows
+        .map((row) => ({
+          index: Number(row.getAttribute('data-index')),
+          level: Number(row.getAttribute('aria-level')),
+          label: (row.querySelector('.label-name')?.textContent ?? '').replace(/\u00a0/g, ' ').trim(),
+          description: (row.querySelector('.label-description')?.textContent ?? '').replace(/\u00a0/g, ' ').trim(),
+        }))
+        .sort((a, b) => a.index - b.index),
+    );
+}
+
+/** The task labels under the group whose label starts with `title`. */
+function groupTasks(rows, title) {
+  const at = rows.findIndex((r) => r.level === 1 && r.label.startsWith(`${title} (`));
+  if (at < 0) {
+    return undefined;
+  }
+  const end = rows.findIndex((r, i) => i > at && r.level === 1);
+  return rows.slice(at + 1, end < 0 ? undefined : end).map((r) => r.label);
+}
+
+/** The Explorer's pane of the folder's files (collapsed to give the Tasks view room). */
+function foldersHeader(page) {
+  return page.locator('.explorer-viewlet .pane-header', { hasText: /^vault/i }).first();
+}
+
+/**
+ * Toggle the task `label` of the Tasks view (its context menu's "Toggle Task", or its inline
+ * action), then wait for `relPath`'s line `line` to start with `prefix` on disk, the view to
+ * list the task no more and the extension to log the toggle. What was written and where.
+ */
+async function toggleInView(page, vault, { label, relPath, line, prefix, via }) {
+  const pane = tasksPane(page);
+  const row = pane.locator('.monaco-list-row', { hasText: label }).first();
+  let menu;
+  if (via === 'context menu') {
+    await row.click({ button: 'right' });
+    const items = page.locator('.context-view .monaco-menu .action-label');
+    await items.first().waitFor({ timeout: 10000 });
+    menu = (await items.allInnerTexts()).map((t) => t.trim()).filter(Boolean);
+    if (!menu.includes('Toggle Task')) {
+      await page.keyboard.press('Escape');
+      throw new Error(`the task's context menu has no "Toggle Task": ${menu.join(' | ')}`);
+    }
+    await page.locator('.context-view .monaco-menu .action-label', { hasText: 'Toggle Task' }).first().click();
+  } else {
+    await row.hover();
+    const inline = row.locator('.actions .action-label[aria-label="Toggle Task"]');
+    await inline.waitFor({ state: 'visible', timeout: 10000 });
+    await inline.click();
+  }
+  const file = path.join(vault, relPath);
+  const written = await waitFor(
+    `${relPath}:${line} to start with "${prefix}" on disk`,
+    () => {
+      const text = fs.readFileSync(file, 'utf8').split('\n')[line - 1];
+      return text.startsWith(prefix) ? text : undefined;
+    },
+    15000,
+  );
+  const after = await waitFor(
+    `the Tasks view to list "${label}" no more`,
+    async () => {
+      const rows = await taskRows(page);
+      return rows.length > 0 && !rows.some((r) => r.label === label) && groupTasks(rows, 'Overdue') ? rows : undefined;
+    },
+    15000,
+  );
+  const engramLog = findFile(path.join(path.dirname(vault), 'user-data', 'logs'), 'Engram.log');
+  const place = `${relPath}:${line} marked done`;
+  const logged = await waitFor(
+    `the toggle of ${relPath}:${line} in the Engram log`,
+    () => {
+      const text = engramLog && fs.existsSync(engramLog) ? fs.readFileSync(engramLog, 'utf8') : '';
+      return text.split('\n').find((l) => l.includes(`Tasks: ${place}`));
+    },
+    10000,
+  ).catch(() => '');
+  return {
+    path: relPath,
+    line,
+    via,
+    ...(menu ? { contextMenu: menu } : {}),
+    text: written.replace(/\r$/, ''),
+    crlf: written.endsWith('\r'),
+    log: logged.replace(/^.*?Tasks: /, ''),
+    groupsAfter: after.filter((r) => r.level === 1).map((r) => r.label),
+    overdueAfter: groupTasks(after, 'Overdue'),
+  };
+}
+
+async function checkTasks(page, vault) {
+  // The Tasks view in the Explorer: the vault's open tasks by due day.
+  await page.mouse.move(700, 600);
+  await runCommand(page, 'View: Close All Editors');
+  await runCommand(page, 'Focus on Tasks View');
+  const pane = tasksPane(page);
+  await pane.waitFor({ timeout: 10000 });
+  const folders = foldersHeader(page);
+  if ((await folders.getAttribute('aria-expanded')) === 'true') {
+    await folders.click();
+  }
+  const listed = await waitFor(
+    `the Tasks view to list "${TASK_SHIP}" as overdue`,
+    async () => {
+      const rows = await taskRows(page);
+      return groupTasks(rows, 'Overdue')?.includes(TASK_SHIP) ? rows : undefined;
+    },
+    30000,
+  );
+  const tasks = {
+    groups: listed.filter((r) => r.level === 1).map((r) => r.label),
+    overdue: groupTasks(listed, 'Overdue'),
+    rows: listed,
+    header: (await pane.locator('.pane-header').first().getAttribute('aria-label')) ?? '',
+  };
+  result.checks.tasks = tasks;
+  await shot(page, '05f-tasks-view');
+
+  // A click opens the note at the task's line.
+  await pane.locator('.monaco-list-row', { hasText: TASK_SHIP }).first().click();
+  await page.locator('.tabs-container .tab.active', { hasText: '2025-01-20 roadmap.md' }).waitFor({ timeout: 10000 });
+  const cursor = await waitFor(
+    'the cursor on the task\'s line',
+    async () => (await statusBarTexts(page)).find((t) => /Ln \d+, Col \d+/.test(t)),
+    10000,
+  );
+  tasks.opened = { tab: '2025-01-20 roadmap.md', cursor: cursor.trim() };
+  if (!/Ln 17, Col 1\b/.test(cursor)) {
+    throw new Error(`the task's note opened at ${cursor}, not line 17`);
+  }
+
+  // "Toggle Task" from the context menu: the CRLF note on disk (or, when an earlier check
+  // opened it and VS Code still holds it, its buffer, then saved).
+  tasks.toggled = await toggleInView(page, vault, {
+    label: TASK_MEASURE,
+    relPath: MEASURE_NOTE,
+    line: MEASURE_LINE,
+    prefix: '- [x] Measure',
+    via: 'context menu',
+  });
+  await shot(page, '05g-tasks-toggled');
+  // The inline action, on a note no check opens: the server writes the file.
+  tasks.toggledOnDisk = await toggleInView(page, vault, {
+    label: TASK_JOURNAL,
+    relPath: 'journal/2026-02-14.md',
+    line: 11,
+    prefix: '- [x] Check the agent',
+    via: 'inline',
+  });
+  // The inline action, on the note open (and saved) in the editor: the server edits its
+  // buffer, which the extension saves, so the file and the view agree.
+  tasks.toggledOpen = await toggleInView(page, vault, {
+    label: TASK_SHIP,
+    relPath: 'meetings/2025/2025-01-20 roadmap.md',
+    line: 17,
+    prefix: '- [x] Ship the VS Code extension',
+    via: 'inline',
+  });
+  tasks.toggledOpen.dirty = (await page.locator('.tabs-container .tab.active.dirty').count()) > 0;
+  tasks.toggledOpen.editor = (
+    await page.locator('.editor-group-container.active .monaco-editor .view-lines').first().innerText()
+  )
+    .replace(/\u00a0/g, ' ')
+    .includes('- [x] Ship the VS Code extension');
+  log(`tasks view: ${JSON.stringify(tasks)}`);
+  await shot(page, '05h-tasks-toggled-open-note');
+  if ((await folders.getAttribute('aria-expanded')) === 'false') {
+    await folders.click();
+  }
+}
+
 /** The pids of engram-ls processes started under code-server (its session: spawned detached). */
 function serverPids() {
   const cs = children.find((c) => c.name === 'code-server')?.child;
@@ -606,11 +801,33 @@ async function checkSettingsRestart(page, vault) {
     async () => (await statusBarTexts(page)).find((t) => /Engram: not running/.test(t)),
     10000,
   );
+  // The Tasks view (left open in the Explorer by the tasks check) says why, in one row.
+  const tasksDown = await waitFor(
+    'the Tasks view to show the start failure',
+    async () => {
+      const rows = await taskRows(page);
+      return rows.length === 1 && rows[0].label.includes('no-such-engram-ls') ? rows[0].label : undefined;
+    },
+    10000,
+  );
   await shot(page, '07-server-missing');
   await waitFor('the old engram-ls to exit', () => serverPids().length === 0, 10000);
   fs.rmSync(dir, { recursive: true, force: true });
   const text = await waitReady(page, 'the status bar to show ready after the setting was fixed');
-  result.checks.settingsRestart = { message: message.replace(/\s+/g, ' ').trim(), failedStatus: failed, statusBar: text };
+  const tasksUp = await waitFor(
+    'the Tasks view to list the tasks again',
+    async () => {
+      const rows = await taskRows(page);
+      return groupTasks(rows, 'Overdue') ? rows.filter((r) => r.level === 1).map((r) => r.label) : undefined;
+    },
+    15000,
+  );
+  result.checks.settingsRestart = {
+    message: message.replace(/\s+/g, ' ').trim(),
+    failedStatus: failed,
+    statusBar: text,
+    tasksView: { failed: tasksDown, recovered: tasksUp },
+  };
   log(`settings restart: "${result.checks.settingsRestart.message.slice(0, 120)}…"; then ${text}`);
   await page.keyboard.press('Escape');
 }
@@ -745,6 +962,7 @@ async function main() {
       ['search modes', (p) => checkSearchModes(p, vault)],
       ['related notes', checkRelated],
       ['run a base view', checkBase],
+      ['tasks view', (p) => checkTasks(p, vault)],
       ['index status and reindex', checkStatusAndReindex],
       ['restart on setting change', (p) => checkSettingsRestart(p, vault)],
       ['a refused mode in the picker', (p) => checkModeRefused(p, vault)],

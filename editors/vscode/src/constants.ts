@@ -13,7 +13,25 @@ export const Commands = {
   showStatus: 'engram.showStatus',
   relatedNotes: 'engram.relatedNotes',
   runBase: 'engram.runBase',
+  refreshTasks: 'engram.tasks.refresh',
+  toggleTask: 'engram.tasks.toggle',
+  /** Not in the palette: a Tasks view item's click (opens the note at the task). */
+  openTask: 'engram.tasks.open',
 } as const;
+
+/** Commands of engram-ls, sent as `workspace/executeCommand` (docs/lsp.md). The language
+ * client also registers each under its own name, so the extension's commands differ. */
+export const ServerCommands = {
+  toggleTask: 'engram.toggleTask',
+} as const;
+
+/** Views the extension contributes (package.json `contributes.views`). */
+export const Views = {
+  tasks: 'engram.tasks',
+} as const;
+
+/** The context key set while the extension is active (the Tasks view's `when`). */
+export const ACTIVE_CONTEXT = 'engram.active';
 
 /** Custom requests of engram-ls (docs/lsp.md). */
 export const Methods = {
@@ -21,6 +39,7 @@ export const Methods = {
   status: 'engram/status',
   related: 'engram/related',
   query: 'engram/query',
+  tasks: 'engram/tasks',
 } as const;
 
 /** The URI scheme of the read-only documents "Engram: Run Base View" shows. */

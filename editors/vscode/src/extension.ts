@@ -1,7 +1,7 @@
-/** Wiring only: settings, the server session, the status bar and the commands. */
+/** Wiring only: settings, the server session, the status bar, the Tasks view and the commands. */
 import * as vscode from 'vscode';
 import { BaseViews, runBaseView } from './base';
-import { BASE_SCHEME, Commands, CONFIG_SECTION, OUTPUT_CHANNEL } from './constants';
+import { ACTIVE_CONTEXT, BASE_SCHEME, Commands, CONFIG_SECTION, OUTPUT_CHANNEL } from './constants';
 import { describeVaults } from './indexState';
 import { relatedNotes } from './related';
 import { searchNotes } from './search';
@@ -9,6 +9,8 @@ import { ServerSession } from './session';
 import { type EngramSettings, readSettings, RESTART_KEYS } from './settings';
 import { IndexStatusBar } from './statusBar';
 import { showIndexStatus } from './statusView';
+import type { TaskHit } from './taskItems';
+import { openTask, TasksView, toggleTask } from './tasks';
 
 let session: ServerSession | undefined;
 
@@ -35,11 +37,24 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   };
 
   const baseViews = new BaseViews();
+  const tasksView = new TasksView(current);
+  // A note saved, created, deleted or renamed: the server reindexes it, the view lists again.
+  const notesChanged = () => {
+    current.scheduleRefresh();
+    tasksView.refresh(300);
+  };
 
   context.subscriptions.push(
     output,
     statusBar,
     baseViews,
+    tasksView,
+    current.onDidChange(() => tasksView.refresh(100)),
+    vscode.commands.registerCommand(Commands.refreshTasks, () => tasksView.refresh()),
+    vscode.commands.registerCommand(Commands.toggleTask, (node?: unknown) =>
+      toggleTask(() => current.client, tasksView, output, node),
+    ),
+    vscode.commands.registerCommand(Commands.openTask, (task: TaskHit) => openTask(task)),
     vscode.workspace.registerTextDocumentContentProvider(BASE_SCHEME, baseViews),
     vscode.commands.registerCommand(Commands.runBase, () => runBaseView(() => current.client, baseViews)),
     vscode.commands.registerCommand(Commands.searchNotes, (initial?: unknown) =>
@@ -65,17 +80,19 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         void current.start();
       } else {
         current.scheduleRefresh();
+        tasksView.refresh(300);
       }
     }),
     vscode.workspace.onDidSaveTextDocument((doc) => {
       if (doc.languageId === 'markdown') {
-        current.scheduleRefresh();
+        notesChanged();
       }
     }),
-    vscode.workspace.onDidCreateFiles(() => current.scheduleRefresh()),
-    vscode.workspace.onDidDeleteFiles(() => current.scheduleRefresh()),
-    vscode.workspace.onDidRenameFiles(() => current.scheduleRefresh()),
+    vscode.workspace.onDidCreateFiles(notesChanged),
+    vscode.workspace.onDidDeleteFiles(notesChanged),
+    vscode.workspace.onDidRenameFiles(notesChanged),
   );
+  void vscode.commands.executeCommand('setContext', ACTIVE_CONTEXT, true);
   await current.start();
 }
 

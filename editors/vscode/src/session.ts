@@ -27,6 +27,10 @@ export class ServerSession implements vscode.Disposable {
   private refreshTimer: NodeJS.Timeout | undefined;
   /** Why the server is not running, when it failed to start. */
   lastError: string | undefined;
+  private readonly changed = new vscode.EventEmitter<void>();
+  /** The server started running, stopped, failed to start, or finished building an index:
+   * what it answers may have changed (the Tasks view lists again). */
+  readonly onDidChange = this.changed.event;
 
   constructor(
     private readonly output: vscode.LogOutputChannel,
@@ -65,6 +69,7 @@ export class ServerSession implements vscode.Disposable {
     if (folders.length === 0) {
       this.lastError = 'Open a folder of Markdown notes: each workspace folder is a vault.';
       this.statusBar.setPhase('stopped');
+      this.changed.fire();
       return;
     }
     const server = resolveServerCommand(this.settings(), {
@@ -92,15 +97,18 @@ export class ServerSession implements vscode.Disposable {
         if (value.kind === 'end') {
           this.output.info(`Progress done: ${value.message ?? ''}`);
           this.scheduleRefresh(0);
+          this.changed.fire();
         }
       },
     });
     client.onDidChangeState(({ newState }) => {
       if (this.current === client && newState === State.Stopped) {
         this.statusBar.setPhase('stopped');
+        this.changed.fire();
       } else if (this.current === client && newState === State.Running) {
         this.statusBar.setPhase('running');
         this.scheduleRefresh(0);
+        this.changed.fire();
       }
     });
     this.current = client;
@@ -116,6 +124,7 @@ export class ServerSession implements vscode.Disposable {
     }
     this.statusBar.setPhase('running');
     this.scheduleRefresh(0);
+    this.changed.fire();
   }
 
   private async doStop(): Promise<void> {
@@ -130,12 +139,14 @@ export class ServerSession implements vscode.Disposable {
         this.output.warn(`Stopping the server: ${String(error)}`);
       }
       await client.dispose().catch(() => undefined);
+      this.changed.fire();
     }
   }
 
   private failed(message: string): void {
     this.lastError = message;
     this.statusBar.setPhase('failed');
+    this.changed.fire();
     this.output.error(message);
     void vscode.window.showErrorMessage(message, 'Open Settings', 'Show Log').then((choice) => {
       if (choice === 'Open Settings') {
@@ -193,5 +204,6 @@ export class ServerSession implements vscode.Disposable {
 
   async dispose(): Promise<void> {
     await this.stop();
+    this.changed.dispose();
   }
 }
