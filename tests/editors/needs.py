@@ -20,5 +20,7 @@ def mandatory() -> bool:
 
 def missing(what: str, hint: str) -> NoReturn:
     if mandatory():
-        pytest.fail(f"{what} is missing: {hint} (CI=true: editor tests are mandatory)", pytrace=False)
+        pytest.fail(
+            f"{what} is missing: {hint} (CI=true: editor tests are mandatory)", pytrace=False
+        )
     pytest.skip(f"{what} is missing: {hint} (under CI=true this fails)")

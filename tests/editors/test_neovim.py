@@ -337,8 +337,207 @@ def test_base_runs_the_open_base_into_a_scratch_buffer(e2e: dict[str, Any]) -> N
     missing = r["missing"]
     assert missing["lines"] == []
     assert [n["level"] for n in missing["notes"]] == [4]  # vim.log.levels.ERROR
-    assert "work.base: " in missing["notes"][0]["msg"] and "No such view" in missing["notes"][0]["msg"]
+    assert (
+        "work.base: " in missing["notes"][0]["msg"] and "No such view" in missing["notes"][0]["msg"]
+    )
     assert "base" in r["complete"]
+
+
+PERF_SYNC = "meetings/2024/2024-11-04 perf sync.md"
+ROADMAP = "meetings/2025/2025-01-20 roadmap.md"
+MEASURE = (
+    "- [ ] Measure the rename of a folder with 1,000 notes; target below 0.3 s. "
+    "\U0001f4c5 2024-11-15 \u23eb #benchmark"
+)
+
+
+def _tasks(result: dict[str, Any]) -> list[tuple[str, int]]:
+    return [(e["path"], e["lnum"]) for e in result["entries"]]
+
+
+def test_tasks_fill_the_quickfix_list(e2e: dict[str, Any]) -> None:
+    """`:Engram tasks`: the open tasks of the vault, soonest due first, each at its line, an
+    overdue one (due before the server's today) a warning that says OVERDUE."""
+    result = step(e2e, "tasks")["default"]
+    assert _tasks(result) == [
+        (PERF_SYNC, 27),
+        (ROADMAP, 19),
+        (ROADMAP, 17),
+        (ROADMAP, 18),
+        ("journal/2026-02-14.md", 11),
+    ]
+    assert result["title"] == "Engram tasks: open (5 of 5)"
+    assert result["notes"] == []
+    context = result["context"]
+    assert context["request"] == {"status": "open", "sort": "due", "limit": 100}
+    assert context["total"] == 5
+    today = context["today"]
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", today)
+    for entry in result["entries"]:
+        task = entry["user_data"]
+        overdue = task["due"] < today
+        assert task["overdue"] is overdue, entry
+        assert (entry["type"] == "W") is overdue, entry
+        assert entry["text"].endswith(" OVERDUE") is overdue, entry
+        assert (task["path"], task["line"]) == (entry["path"], entry["lnum"])
+    ship = result["entries"][2]
+    assert ship["text"].startswith("[/] Ship the VS Code extension #editor (due 2025-06-30, high)")
+    assert ship["user_data"]["due"] == "2025-06-30"
+    assert ship["user_data"]["priority"] == "high"
+    assert ship["user_data"]["status"] == "/"
+    assert result["entries"][1]["text"].startswith(
+        "[ ] Weekly index health check (due 2025-02-03, every week)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("key", "tasks"),
+    [
+        pytest.param("editor", [(ROADMAP, 17), (ROADMAP, 18)], id="tag"),
+        pytest.param("due", [(PERF_SYNC, 27)], id="due-before"),
+        pytest.param("high", [(PERF_SYNC, 27), (ROADMAP, 17)], id="priority-sort-path"),
+        pytest.param(
+            "all", [(ROADMAP, 17), (ROADMAP, 18), (ROADMAP, 19), (ROADMAP, 20)], id="status-all-in"
+        ),
+        pytest.param("text", [(ROADMAP, 18)], id="words"),
+        pytest.param("none", [], id="no-match"),
+    ],
+)
+def test_tasks_with_filters(e2e: dict[str, Any], key: str, tasks: list[tuple[str, int]]) -> None:
+    result = step(e2e, "tasks")[key]
+    assert _tasks(result) == tasks, result
+    filters = result["command"].removeprefix("Engram tasks ")
+    assert result["title"] == f"Engram tasks: {filters} ({len(tasks)} of {len(tasks)})"
+    if tasks:
+        assert result["notes"] == []
+    else:
+        assert result["notes"] == [{"level": 2, "msg": f"Engram: no tasks match {filters}"}]
+
+
+def test_tasks_filters_reach_the_server(e2e: dict[str, Any]) -> None:
+    r = step(e2e, "tasks")
+    assert r["editor"]["context"]["request"] == {
+        "status": "open",
+        "sort": "due",
+        "tags": ["editor"],
+        "limit": 100,
+    }
+    assert r["due"]["context"]["request"]["due_before"] == "2025-01-01"
+    cancelled = r["all"]["entries"][3]
+    assert cancelled["text"] == "[-] Rust tokenizer"
+    assert cancelled["type"] == "" and cancelled["user_data"]["state"] == "cancelled"
+
+
+def test_tasks_bad_day_is_the_servers_error(e2e: dict[str, Any]) -> None:
+    result = step(e2e, "tasks")["bad_day"]
+    ((level, msg),) = [(n["level"], n["msg"]) for n in result["notes"]]
+    assert level == 4  # vim.log.levels.ERROR
+    assert "2025-13-01" in msg and msg.endswith("(ENGRAM_INVALID_REQUEST)"), msg
+    assert result["title"] == "e2e-pending"  # the quickfix list was left alone
+
+
+def test_tasks_bang_uses_vim_ui_select(e2e: dict[str, Any]) -> None:
+    r = step(e2e, "tasks")
+    assert r["select_answered"]
+    assert r["select"]["kind"] == "engram.task"
+    assert r["select"]["prompt"] == "Engram tasks: #benchmark"
+    (item,) = r["select"]["items"]
+    assert item.startswith(f"{PERF_SYNC}: [ ] Measure the rename of a folder")
+    assert r["select_opened"] == {"path": PERF_SYNC, "line": 27}
+
+
+def test_tasks_and_toggle_complete(e2e: dict[str, Any]) -> None:
+    complete = step(e2e, "tasks")["complete"]
+    assert {"tasks", "toggle"} <= set(complete["sub"])
+    assert complete["prefixes"] == ["status:", "sort:", "scheduled<", "scheduled>"]
+    assert complete["status"] == [
+        "status:open",
+        "status:all",
+        "status:done",
+        "status:cancelled",
+        "status:todo",
+        "status:in_progress",
+    ]
+    assert complete["priority"] == ["priority:highest", "priority:high"]
+    assert complete["due"] == ["due<today", "due<tomorrow"]
+    assert complete["toggle"] == ["done", "undone"]
+
+
+def test_toggle_edits_the_buffer_and_back(e2e: dict[str, Any]) -> None:
+    """`:Engram toggle` on the task of a CRLF note: the server's edit lands in the buffer
+    (workspace/applyEdit), the file is untouched until :write; toggling again gives the line
+    back, and writing then gives the file's bytes back."""
+    r = step(e2e, "toggle")
+    today = r["today"]
+    assert r["fileformat"] == "dos"
+    assert r["before"] == MEASURE
+    done_line = MEASURE.replace("- [ ]", "- [x]", 1) + f" \u2705 {today}"
+    first = r["first"]
+    assert first["line"] == done_line
+    assert first["modified"] is True and first["disk_unchanged"] is True
+    assert first["cursor"] == 27
+    assert first["notes"] == [{"level": 2, "msg": f"Engram: {PERF_SYNC}:27 marked done"}]
+    # The list reads the index, which follows the saved file: not written, still open.
+    assert first["listed"]["first_text"].startswith("[ ] Measure the rename")
+    second = r["second"]
+    assert second["line"] == MEASURE
+    assert second["notes"] == [{"level": 2, "msg": f"Engram: {PERF_SYNC}:27 marked not done"}]
+    assert second["written_same"] is True
+    original = (EXAMPLE / PERF_SYNC).read_bytes()
+    assert (e2e["vault"] / PERF_SYNC).read_bytes() == original
+
+
+def test_toggle_written_changes_only_that_line(e2e: dict[str, Any]) -> None:
+    """`:Engram toggle done`, then :write: on disk only line 27 differs, CRLF kept;
+    `:Engram toggle undone` and :write give the bytes back."""
+    r = step(e2e, "toggle")
+    done_line = MEASURE.replace("- [ ]", "- [x]", 1) + f" \u2705 {r['today']}"
+    assert r["third"]["differ"] == [{"line": 27, "disk": done_line}]
+    assert r["third"]["bare_lf"] is False
+    # Written: the next :Engram tasks sees it done.
+    assert r["third"]["listed"]["first_text"].startswith("[x] Measure the rename")
+    assert r["fourth"]["written_same"] is True
+
+
+def test_toggle_a_recurring_task_adds_its_next_occurrence(e2e: dict[str, Any]) -> None:
+    recur = step(e2e, "toggle")["recur"]
+    assert recur["lines"] == [
+        "- [ ] Weekly index health check \U0001f501 every week \U0001f4c5 2025-02-10",
+        "- [x] Weekly index health check \U0001f501 every week \U0001f4c5 2025-02-03"
+        f" \u2705 {step(e2e, 'toggle')['today']}",
+    ]
+    assert recur["cursor"] == 20  # the cursor stays on the toggled task
+    assert recur["notes"] == [
+        {
+            "level": 2,
+            "msg": f"Engram: {ROADMAP}:20 marked done; its next occurrence was added above",
+        }
+    ]
+    assert recur["disk_unchanged"] is True and recur["reverted"] is True
+    # One :undo takes back both edits (the new line and the toggled one).
+    assert recur["undone"] == (EXAMPLE / ROADMAP).read_text().split("\n")[17:21]
+
+
+def test_toggle_on_a_line_that_is_no_task_is_the_servers_error(e2e: dict[str, Any]) -> None:
+    r = step(e2e, "toggle")
+    not_task = r["not_task"]
+    assert not_task["line"] == "## Next"
+    assert not_task["notes"] == [
+        {
+            "level": 4,  # vim.log.levels.ERROR
+            "msg": f"Engram: {PERF_SYNC}:25 is not a task (ENGRAM_INVALID_REQUEST)",
+        }
+    ]
+    assert not_task["modified"] is False
+    assert [n["level"] for n in r["bad_arg"]["notes"]] == [4]
+    assert r["outside"] == [
+        {"level": 3, "msg": "Engram: open a note inside a vault to toggle its tasks"}
+    ]
+
+
+def test_the_task_code_action_is_offered(e2e: dict[str, Any]) -> None:
+    """What vim.lsp.buf.code_action() offers on a task line."""
+    assert {"title": "Mark task done", "kind": "quickfix"} in step(e2e, "toggle")["code_actions"]
 
 
 def test_search_bang_uses_vim_ui_select(e2e: dict[str, Any]) -> None:
@@ -379,6 +578,7 @@ def test_checkhealth(e2e: dict[str, Any]) -> None:
     assert "WARNING" not in text
     assert "engram-ls` runs" in text
     assert "ready, 31 notes, 2 problems" in text
+    assert "tasks (:Engram tasks, :Engram toggle)" in text
 
 
 # -- other ways to start the client ---------------------------------------------------------
@@ -480,9 +680,10 @@ QUERIES = [
 
 @pytest.fixture(scope="module")
 def parsed(nvim: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
-    """Every query of QUERIES parsed by lua/engram/query.lua in one Neovim run."""
+    """Every query of QUERIES and task filter of TASK_FILTERS parsed by lua/engram/query.lua in
+    one Neovim run."""
     base = tmp_path_factory.mktemp("nvim-query")
-    inputs = [p.values[0] for p in QUERIES]
+    inputs = [p.values[0] for p in QUERIES] + [{"tasks": p.values[0]} for p in TASK_FILTERS]
     (base / "in.json").write_text(json.dumps(inputs))
     argv = [nvim, "--clean", "--headless", "-l", str(SCRIPTS / "query.lua")]
     argv += [str(PLUGIN), str(base / "in.json"), str(base / "out.json")]
@@ -500,6 +701,72 @@ def test_query_parser(
 ) -> None:
     """A query string, or [query, default mode] as `search.mode` passes it."""
     assert parsed[json.dumps(text)] == expected
+
+
+# -- the task filter parser ---------------------------------------------------------------------
+
+OPEN = {"status": "open", "sort": "due"}
+TASK_FILTERS = [
+    pytest.param("", OPEN, id="empty-is-open-by-due"),
+    pytest.param("  ", OPEN, id="blank"),
+    pytest.param("#editor", {**OPEN, "tags": ["editor"]}, id="tag"),
+    pytest.param("#a #B/c", {**OPEN, "tags": ["a", "B/c"]}, id="tags-in-order"),
+    pytest.param("topic:roadmap", {**OPEN, "note_tags": ["roadmap"]}, id="note-topic"),
+    pytest.param("in:meetings/2025", {**OPEN, "path": "meetings/2025"}, id="in"),
+    pytest.param("in:a in:b", {**OPEN, "path": "b"}, id="in-last-wins"),
+    pytest.param("due<2025-01-01", {**OPEN, "due_before": "2025-01-01"}, id="due-before"),
+    pytest.param(
+        "due>yesterday due<+7d",
+        {**OPEN, "due_after": "yesterday", "due_before": "+7d"},
+        id="due-this-week",
+    ),
+    pytest.param(
+        "due<2025-13-01", {**OPEN, "due_before": "2025-13-01"}, id="bad-day-left-to-server"
+    ),
+    pytest.param(
+        "scheduled>today scheduled<+2w",
+        {**OPEN, "scheduled_after": "today", "scheduled_before": "+2w"},
+        id="scheduled",
+    ),
+    pytest.param("status:all", {**OPEN, "status": "all"}, id="status"),
+    pytest.param("status:done status:x", {**OPEN, "status": "x"}, id="status-last-wins"),
+    pytest.param(
+        "priority:high priority:highest",
+        {**OPEN, "priority": ["high", "highest"]},
+        id="priority-repeats",
+    ),
+    pytest.param("priority:high,low,", {**OPEN, "priority": ["high", "low"]}, id="priority-commas"),
+    pytest.param("sort:priority", {**OPEN, "sort": "priority"}, id="sort"),
+    pytest.param("neovim plugin", {**OPEN, "text": "neovim plugin"}, id="words"),
+    pytest.param('"vs code" ship', {**OPEN, "text": "vs code ship"}, id="phrase-words"),
+    pytest.param('"#editor"', {**OPEN, "text": "#editor"}, id="phrase-hides-prefixes"),
+    pytest.param(
+        "# in: due< status: priority: due:today Due<x",
+        {**OPEN, "text": "# in: due< status: priority: due:today Due<x"},
+        id="bare-or-unknown-prefixes-are-words",
+    ),
+    pytest.param(
+        "#editor in:meetings due>2025-01-01 priority:high sort:path status:all ship",
+        {
+            "status": "all",
+            "sort": "path",
+            "tags": ["editor"],
+            "path": "meetings",
+            "due_after": "2025-01-01",
+            "priority": ["high"],
+            "text": "ship",
+        },
+        id="everything",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), TASK_FILTERS)
+def test_task_filter_parser(
+    parsed: dict[str, dict[str, Any]], text: str, expected: dict[str, Any]
+) -> None:
+    """`:Engram tasks FILTERS` as an engram/tasks request (open tasks by due by default)."""
+    assert parsed[json.dumps({"tasks": text})] == expected
 
 
 # -- results as quickfix items ------------------------------------------------------------------
@@ -555,6 +822,113 @@ ITEMS = [
             "user_data": {"path": "projects/memory-leak-hunt.md"},
         },
         id="search-1-based-line",
+    ),
+    pytest.param(
+        "task",
+        {
+            "path": "meetings/2025/2025-01-20 roadmap.md",
+            "uri": "file:///vault/meetings/2025/2025-01-20%20roadmap.md",
+            "line": 17,
+            "status": "/",
+            "state": "in_progress",
+            "text": "Ship the VS Code extension [due:: 2025-06-30] [priority:: high] #editor",
+            "description": "Ship the VS Code extension #editor",
+            "priority": "high",
+            "due": "2025-06-30",
+            "recurrence": None,
+            "tags": ["editor"],
+            "overdue": True,
+        },
+        {
+            "filename": "/vault/meetings/2025/2025-01-20 roadmap.md",
+            "lnum": 17,
+            "col": 1,
+            "text": "[/] Ship the VS Code extension #editor (due 2025-06-30, high) OVERDUE",
+            "type": "W",
+            "user_data": {
+                "path": "meetings/2025/2025-01-20 roadmap.md",
+                "line": 17,
+                "status": "/",
+                "state": "in_progress",
+                "description": "Ship the VS Code extension #editor",
+                "due": "2025-06-30",
+                "priority": "high",
+                "tags": ["editor"],
+                "overdue": True,
+            },
+        },
+        id="task-overdue",
+    ),
+    pytest.param(
+        "task",
+        {
+            "path": "inbox/x.md",
+            "uri": "file:///vault/inbox/x.md",
+            "line": 3,
+            "status": " ",
+            "state": "todo",
+            "text": "Water  the\tplants 🔁 every week 📅 2030-01-01 #home/garden #edit",
+            "description": "Water  the\tplants #editor",
+            "priority": "normal",
+            "due": "2030-01-01",
+            "recurrence": "every week",
+            "tags": ["home/garden", "edit", "editor"],
+            "overdue": False,
+        },
+        {
+            "filename": "/vault/inbox/x.md",
+            "lnum": 3,
+            "col": 1,
+            "text": "[ ] Water the plants #editor (due 2030-01-01, every week) #home/garden #edit",
+            "type": "",
+            "user_data": {
+                "path": "inbox/x.md",
+                "line": 3,
+                "status": " ",
+                "state": "todo",
+                "description": "Water the plants #editor",
+                "due": "2030-01-01",
+                "priority": "normal",
+                "tags": ["home/garden", "edit", "editor"],
+                "overdue": False,
+            },
+        },
+        id="task-normal-recurring-tags-not-shown",
+    ),
+    pytest.param(
+        "task",
+        {
+            "path": "a.md",
+            "uri": "file:///vault/a.md",
+            "line": 1,
+            "status": "x",
+            "state": "done",
+            "text": "",
+            "description": "",
+            "priority": "normal",
+            "due": None,
+            "recurrence": None,
+            "tags": [],
+            "overdue": False,
+        },
+        {
+            "filename": "/vault/a.md",
+            "lnum": 1,
+            "col": 1,
+            "text": "[x]",
+            "type": "",
+            "user_data": {
+                "path": "a.md",
+                "line": 1,
+                "status": "x",
+                "state": "done",
+                "description": "",
+                "priority": "normal",
+                "tags": [],
+                "overdue": False,
+            },
+        },
+        id="task-empty-done",
     ),
 ]
 

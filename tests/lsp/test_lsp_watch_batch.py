@@ -21,8 +21,8 @@ from tests.reliability.oracle import assert_index_matches_vault, note_ids
 async def until_total(client: LanguageClient, expected: int, **params: object) -> None:
     loop = asyncio.get_running_loop()
     end = loop.time() + 10.0
-    while (await search(client, limit=1, **params))["total"] != expected:
-        assert loop.time() < end, f"{params}: total never reached {expected}"
+    while (total := (await search(client, limit=1, **params))["total"]) != expected:
+        assert loop.time() < end, f"{params}: total {total}, never reached {expected}"
         await asyncio.sleep(0.05)
 
 

@@ -13,7 +13,7 @@ vim.api.nvim_create_user_command('Engram', function(opts)
 end, {
   nargs = '+',
   bang = true,
-  desc = 'Engram: search {query} | related | base [view] | reindex | status',
+  desc = 'Engram: search {query} | related | tasks [filters] | toggle | base [view] | reindex | status',
   complete = function(arglead, cmdline)
     return require('engram.commands').complete(arglead, cmdline)
   end,

@@ -153,7 +153,7 @@ local function search(command)
   vim.wait(200, function()
     return vim.fn.getqflist({ title = 1 }).title ~= 'e2e-pending'
   end, 20)
-  local qf = vim.fn.getqflist({ title = 1, items = 1 })
+  local qf = vim.fn.getqflist({ title = 1, items = 1, context = 1 })
   local paths, from_user_data, entries = {}, {}, {}
   for _, item in ipairs(qf.items) do
     paths[#paths + 1] = rel(vim.api.nvim_buf_get_name(item.bufnr))
@@ -164,6 +164,7 @@ local function search(command)
       path = paths[#paths],
       lnum = item.lnum,
       text = item.text,
+      type = item.type,
       user_data = item.user_data,
     }
   end
@@ -178,6 +179,7 @@ local function search(command)
     entries = entries, -- in the list's order
     user_data_paths = from_user_data,
     first_text = qf.items[1] and qf.items[1].text or vim.NIL,
+    context = type(qf.context) == 'table' and qf.context.engram or vim.NIL,
     notes = notes_since(seen),
   }
 end
@@ -376,6 +378,153 @@ if not only_attach then
       vim.cmd.edit(vim.fn.fnameescape(vault .. '/bases/work.base'))
       r.missing = run_view('Engram base No such view', 'engram://base/work.base · No such view')
       r.complete = vim.fn.getcompletion('Engram b', 'cmdline')
+      vim.cmd.edit(vim.fn.fnameescape(vault .. '/reference/profiling.md'))
+    end,
+  }
+  steps[#steps + 1] = {
+    'tasks',
+    function(r)
+      vim.cmd.edit(vim.fn.fnameescape(vault .. '/reference/profiling.md'))
+      wait_attached(vim.api.nvim_get_current_buf())
+      r.today = os.date('%Y-%m-%d')
+      r.default = search('Engram tasks')
+      r.editor = search('Engram tasks #editor')
+      r.due = search('Engram tasks due<2025-01-01')
+      r.high = search('Engram tasks priority:high sort:path')
+      r.all = search('Engram tasks status:all sort:path in:meetings/2025')
+      r.text = search('Engram tasks neovim')
+      r.none = search('Engram tasks #no-such-tag')
+      r.bad_day = search('Engram tasks due<2025-13-01')
+      r.complete = {
+        sub = vim.fn.getcompletion('Engram t', 'cmdline'),
+        prefixes = vim.fn.getcompletion('Engram tasks s', 'cmdline'),
+        status = vim.fn.getcompletion('Engram tasks #x status:', 'cmdline'),
+        priority = vim.fn.getcompletion('Engram tasks priority:h', 'cmdline'),
+        due = vim.fn.getcompletion('Engram tasks due<t', 'cmdline'),
+        toggle = vim.fn.getcompletion('Engram toggle ', 'cmdline'),
+      }
+      -- :Engram! tasks: vim.ui.select, the chosen task opens at its line.
+      local original = vim.ui.select
+      local chosen
+      vim.ui.select = function(items, opts, on_choice)
+        chosen = { kind = opts.kind, prompt = opts.prompt, items = {} }
+        for _, item in ipairs(items) do
+          chosen.items[#chosen.items + 1] = opts.format_item(item)
+        end
+        on_choice(items[1])
+      end
+      vim.cmd('Engram! tasks #benchmark')
+      r.select_answered = vim.wait(20000, function()
+        return chosen ~= nil
+      end, 20)
+      vim.ui.select = original
+      r.select = chosen or vim.NIL
+      r.select_opened =
+        { path = rel(vim.api.nvim_buf_get_name(0)), line = vim.api.nvim_win_get_cursor(0)[1] }
+      vim.cmd.edit(vim.fn.fnameescape(vault .. '/reference/profiling.md'))
+    end,
+  }
+  steps[#steps + 1] = {
+    'toggle',
+    function(r)
+      local function read(path)
+        local f = assert(io.open(path, 'rb'))
+        local data = f:read('*a')
+        f:close()
+        return data
+      end
+      -- Run an :Engram toggle command on `row`; wait for its notification.
+      local function toggle(command, row)
+        local buf = vim.api.nvim_get_current_buf()
+        vim.api.nvim_win_set_cursor(0, { row, 0 })
+        local seen = #notes
+        vim.cmd(command)
+        local answered = vim.wait(20000, function()
+          return #notes > seen
+        end, 20)
+        return {
+          answered = answered,
+          notes = notes_since(seen),
+          cursor = vim.api.nvim_win_get_cursor(0)[1],
+          modified = vim.bo[buf].modified,
+        }
+      end
+      r.today = os.date('%Y-%m-%d')
+      local path = vault .. '/meetings/2024/2024-11-04 perf sync.md'
+      local original = read(path)
+      vim.cmd.edit(vim.fn.fnameescape(path))
+      local buf = vim.api.nvim_get_current_buf()
+      local client = wait_attached(buf)
+      r.fileformat = vim.bo[buf].fileformat
+      r.before = vim.api.nvim_buf_get_lines(buf, 26, 27, false)[1]
+      -- The code action on the task's line (what vim.lsp.buf.code_action() offers).
+      local reply = client:request_sync('textDocument/codeAction', {
+        textDocument = { uri = vim.uri_from_bufnr(buf) },
+        range = { start = { line = 26, character = 0 }, ['end'] = { line = 26, character = 0 } },
+        context = { diagnostics = {} },
+      }, 10000, buf)
+      r.code_actions = {}
+      for _, action in ipairs(reply and reply.result or {}) do
+        r.code_actions[#r.code_actions + 1] =
+          { title = action.title, kind = action.kind or vim.NIL }
+      end
+      r.first = toggle('Engram toggle', 27)
+      r.first.line = vim.api.nvim_buf_get_lines(buf, 26, 27, false)[1]
+      r.first.disk_unchanged = read(path) == original
+      -- The list reads the index, which follows the saved file: still open.
+      r.first.listed = search('Engram tasks #benchmark status:all')
+      vim.cmd.buffer(buf)
+      r.second = toggle('Engram toggle', 27)
+      r.second.line = vim.api.nvim_buf_get_lines(buf, 26, 27, false)[1]
+      -- Written: the bytes on disk are the original ones (CRLF kept).
+      vim.cmd('silent write')
+      r.second.written_same = read(path) == original
+      -- Done again and written: only that line changed on disk, CRLF kept.
+      r.third = toggle('Engram toggle done', 27)
+      vim.cmd('silent write')
+      local t0 = now()
+      repeat
+        r.third.listed = search('Engram tasks #benchmark status:all')
+      until (r.third.listed.first_text or ''):sub(1, 3) == '[x]' or now() - t0 > 5000
+      vim.cmd.buffer(buf)
+      local disk = read(path)
+      local old_lines = vim.split(original, '\r\n', { plain = true })
+      local new_lines = vim.split(disk, '\r\n', { plain = true })
+      local differ = {}
+      for i = 1, math.max(#old_lines, #new_lines) do
+        if old_lines[i] ~= new_lines[i] then
+          differ[#differ + 1] = { line = i, disk = new_lines[i] or vim.NIL }
+        end
+      end
+      r.third.differ = differ
+      r.third.bare_lf = disk:gsub('\r\n', ''):find('\n') ~= nil
+      r.fourth = toggle('Engram toggle undone', 27)
+      vim.cmd('silent write')
+      r.fourth.written_same = read(path) == original
+      -- Not a task: the server's error.
+      r.not_task = toggle('Engram toggle', 25)
+      r.not_task.line = vim.api.nvim_buf_get_lines(buf, 24, 25, false)[1]
+      r.bad_arg = toggle('Engram toggle maybe', 27)
+      -- A recurring task: its next occurrence is inserted above, the cursor follows the task.
+      local roadmap = vault .. '/meetings/2025/2025-01-20 roadmap.md'
+      local roadmap_bytes = read(roadmap)
+      vim.cmd.edit(vim.fn.fnameescape(roadmap))
+      local rbuf = vim.api.nvim_get_current_buf()
+      wait_attached(rbuf)
+      r.recur = toggle('Engram toggle', 19)
+      r.recur.lines = vim.api.nvim_buf_get_lines(rbuf, 18, 20, false)
+      r.recur.disk_unchanged = read(roadmap) == roadmap_bytes
+      vim.cmd('silent undo')
+      r.recur.undone = vim.api.nvim_buf_get_lines(rbuf, 17, 21, false)
+      vim.cmd('silent edit!')
+      r.recur.reverted = read(roadmap) == roadmap_bytes
+        and vim.api.nvim_buf_get_lines(rbuf, 18, 19, false)[1]
+          == '- [ ] Weekly index health check 🔁 every week 📅 2025-02-03'
+      -- Outside a vault: no client, a warning.
+      vim.cmd.edit(vim.fn.fnameescape(env.ENGRAM_E2E_OUTSIDE .. '/note.md'))
+      local seen = #notes
+      vim.cmd('Engram toggle')
+      r.outside = notes_since(seen)
       vim.cmd.edit(vim.fn.fnameescape(vault .. '/reference/profiling.md'))
     end,
   }

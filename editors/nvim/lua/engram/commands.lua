@@ -1,6 +1,18 @@
 --- `:Engram {subcommand} …`: dispatch and command-line completion.
 local M = {}
 
+--- Days the server reads, offered after `due<`, `due>`, `scheduled<` and `scheduled>`.
+local DAYS = { 'today', 'tomorrow', 'yesterday', '+7d', '-7d', '+1w' }
+
+--- @param candidates string[]
+--- @param arg string
+--- @return string[]
+local function starting_with(candidates, arg)
+  return vim.tbl_filter(function(c)
+    return vim.startswith(c, arg)
+  end, candidates)
+end
+
 --- @type table<string, { run: fun(args: string, bang: boolean), complete?: fun(arg: string): string[] }>
 M.subcommands = {
   search = {
@@ -21,6 +33,50 @@ M.subcommands = {
         end
       end
       return out
+    end,
+  },
+  tasks = {
+    run = function(args, bang)
+      require('engram').tasks(args, bang and { results = 'select' } or nil)
+    end,
+    complete = function(arg)
+      local query = require('engram.query')
+      local candidates = query.TASK_PREFIXES
+      local values = {
+        ['status:'] = query.TASK_STATUSES,
+        ['priority:'] = query.TASK_PRIORITIES,
+        ['sort:'] = query.TASK_SORTS,
+        ['due<'] = DAYS,
+        ['due>'] = DAYS,
+        ['scheduled<'] = DAYS,
+        ['scheduled>'] = DAYS,
+      }
+      for prefix, names in pairs(values) do
+        if vim.startswith(arg, prefix) then
+          candidates = vim.tbl_map(function(name)
+            return prefix .. name
+          end, names)
+          break
+        end
+      end
+      return starting_with(candidates, arg)
+    end,
+  },
+  toggle = {
+    run = function(args)
+      local done = ({ done = true, undone = false })[args]
+      if args ~= '' and done == nil then
+        vim.notify(
+          ('Engram: toggle takes nothing, done or undone, not %q'):format(args),
+          vim.log.levels.ERROR,
+          { title = 'Engram' }
+        )
+        return
+      end
+      require('engram').toggle_task({ done = done })
+    end,
+    complete = function(arg)
+      return starting_with({ 'done', 'undone' }, arg)
     end,
   },
   related = {

@@ -88,6 +88,18 @@ function M.check()
         end
       end
     end
+    local toggle = require('engram').TOGGLE_COMMAND
+    if lsp.has_command(client, toggle) then
+      health.ok(('client %d: tasks (:Engram tasks, :Engram toggle)'):format(client.id))
+    else
+      health.warn(
+        ('client %d: this engram-ls has no %s command: :Engram toggle cannot work'):format(
+          client.id,
+          toggle
+        ),
+        { 'install a newer Engram (one with tasks), then :Engram reindex' }
+      )
+    end
   end
 end
 

@@ -69,7 +69,8 @@ end
 --- @param items table[]
 --- @param prompt string
 --- @param empty string
-local function to_select(items, prompt, empty)
+--- @param kind string? `vim.ui.select`'s kind (default `engram.note`)
+local function to_select(items, prompt, empty, kind)
   if #items == 0 then
     notify(empty)
     return
@@ -79,7 +80,7 @@ local function to_select(items, prompt, empty)
     format_item = function(item)
       return item.user_data.path .. ': ' .. item.text
     end,
-    kind = 'engram.note',
+    kind = kind or 'engram.note',
   }, function(item)
     if item then
       vim.cmd.edit(vim.fn.fnameescape(item.filename))
@@ -176,6 +177,131 @@ function M.related(opts)
     local title = ('Engram: related to %s (%d)'):format(path, #items)
     to_quickfix(title, { related = path }, items, 'no notes related to ' .. path)
   end)
+end
+
+--- The tasks of the vault (|:Engram-tasks|) with the task filter syntax (|engram-tasks-filters|):
+--- open tasks, soonest due first, unless the filters say otherwise.
+--- @param input string?
+--- @param opts { results?: 'quickfix'|'select' }?
+function M.tasks(input, opts)
+  opts = opts or {}
+  input = vim.trim(input or '')
+  local client = client_or_warn()
+  if not client then
+    return
+  end
+  local options = config.get()
+  local params = query.parse_tasks(input)
+  params.limit = options.limit
+  lsp.request(client, 'engram/tasks', params, function(err, result)
+    if err then
+      local msg = lsp.error_message(err)
+      if type(err) == 'table' and err.code == -32601 then -- MethodNotFound: an older engram-ls
+        notify(
+          'this engram-ls does not answer engram/tasks (a newer Engram lists tasks): ' .. msg,
+          levels.ERROR
+        )
+        return
+      end
+      notify_error(err)
+      return
+    end
+    result = result or {}
+    local items = vim.tbl_map(qf.task, result.tasks or {})
+    local what = input ~= '' and input or 'open'
+    local empty = input ~= '' and 'no tasks match ' .. input or 'no open tasks'
+    if (opts.results or options.results) == 'select' then
+      to_select(items, 'Engram tasks: ' .. what, empty, 'engram.task')
+      return
+    end
+    local title = ('Engram tasks: %s (%d of %d)'):format(what, #items, result.total or #items)
+    local context = {
+      tasks = input,
+      request = params,
+      total = result.total,
+      today = result.today,
+      index = result.index,
+    }
+    to_quickfix(title, context, items, empty)
+  end)
+end
+
+--- The command that toggles a task (`workspace/executeCommand`).
+M.TOGGLE_COMMAND = 'engram.toggleTask'
+
+--- Toggle the task on the cursor's line (|:Engram-toggle|): done when it is open, not done when
+--- it is done (`opts.done` forces one). The server edits the buffer (`workspace/applyEdit`); the
+--- change is not saved until you write the buffer.
+--- @param opts { done?: boolean }?
+function M.toggle_task(opts)
+  opts = opts or {}
+  local bufnr = vim.api.nvim_get_current_buf()
+  local client = lsp.clients(bufnr)[1]
+  if not client then
+    notify('open a note inside a vault to toggle its tasks', levels.WARN)
+    return
+  end
+  if not lsp.has_command(client, M.TOGGLE_COMMAND) then
+    notify(
+      'this engram-ls has no ' .. M.TOGGLE_COMMAND .. ' command (a newer Engram toggles tasks)',
+      levels.ERROR
+    )
+    return
+  end
+  local row = vim.api.nvim_win_get_cursor(0)[1]
+  local arg = {
+    uri = vim.uri_from_bufnr(bufnr),
+    line = row,
+    expect = vim.api.nvim_buf_get_lines(bufnr, row - 1, row, false)[1] or '',
+  }
+  if opts.done ~= nil then
+    arg.done = opts.done and true or false
+  end
+  local params = { command = M.TOGGLE_COMMAND, arguments = { arg } }
+  lsp.request(client, 'workspace/executeCommand', params, function(err, result)
+    if err then
+      notify_error(err)
+      return
+    end
+    if type(result) ~= 'table' then
+      notify('the server gave no answer to ' .. M.TOGGLE_COMMAND, levels.ERROR)
+      return
+    end
+    local line = type(result.line) == 'number' and result.line or row
+    local msg = ('%s:%d marked %s'):format(
+      result.path or '?',
+      line,
+      result.done and 'done' or 'not done'
+    )
+    if result.recurrence == 'added' then
+      msg = msg .. '; its next occurrence was added above'
+    elseif type(result.recurrence) == 'string' then
+      msg = msg .. '; next occurrence ' .. result.recurrence
+    end
+    if result.applied == 'disk' then
+      -- The note was not open in the server: it wrote the file; reload an unmodified buffer.
+      if vim.api.nvim_buf_is_valid(bufnr) and not vim.bo[bufnr].modified then
+        vim.cmd.checktime(bufnr)
+      end
+      notify(msg .. ' (written to the file)')
+      return
+    end
+    if not vim.api.nvim_buf_is_valid(bufnr) then
+      return
+    end
+    local now = vim.api.nvim_buf_get_lines(bufnr, line - 1, line, false)[1]
+    if now ~= result.after then
+      notify(
+        msg .. ', but the buffer did not take the edit (it changed meanwhile): toggle again',
+        levels.WARN
+      )
+      return
+    end
+    if vim.api.nvim_get_current_buf() == bufnr and line ~= row then
+      vim.api.nvim_win_set_cursor(0, { line, vim.api.nvim_win_get_cursor(0)[2] })
+    end
+    notify(msg)
+  end, bufnr)
 end
 
 --- The scratch buffer that shows a base's view: reused, named after the base and the view.

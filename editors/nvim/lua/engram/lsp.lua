@@ -121,19 +121,31 @@ function M.current()
   return all[1]
 end
 
---- Send a request; `handler(err, result)` runs on the main loop.
+--- Send a request; `handler(err, result)` runs on the main loop. With `bufnr`, the buffer's
+--- pending changes are sent first (the server then sees the text the request is about).
 --- @param client vim.lsp.Client
 --- @param method string
 --- @param params table
 --- @param handler fun(err: table?, result: any)
-function M.request(client, method, params, handler)
+--- @param bufnr integer?
+function M.request(client, method, params, handler, bufnr)
   local function on_reply(err, result)
     handler(err, result)
   end
   if has_011 then
-    return client:request(method, params, on_reply)
+    return client:request(method, params, on_reply, bufnr)
   end
-  return client.request(method, params, on_reply)
+  return client.request(method, params, on_reply, bufnr)
+end
+
+--- Whether the server offers the command `name` (`workspace/executeCommand`).
+--- @param client vim.lsp.Client
+--- @param name string
+--- @return boolean
+function M.has_command(client, name)
+  local provider = (client.server_capabilities or {}).executeCommandProvider
+  local commands = type(provider) == 'table' and provider.commands or {}
+  return vim.tbl_contains(commands, name)
 end
 
 --- A request answered synchronously (for `:checkhealth`).
