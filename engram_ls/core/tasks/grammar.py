@@ -45,6 +45,8 @@ _TASK_RE = re.compile(
     r"^([ \t]*)(?:[-*+]|[0-9]{1,9}[.)])[ \t]+\[([^\]\n])\](?:[ \t]+([^\n]*))?$", re.MULTILINE
 )
 """A task line: indentation, the status character, the text."""
+_BOX_RE = re.compile(r"\[[^\]\n]\]")
+"""A checkbox anywhere: where a task line can be."""
 _ITEM_RE = re.compile(r"[ \t]*(?:[-*+]|[0-9]{1,9}[.)])(?:[ \t]|$)")
 _COMMENT_RE = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 _NOT_NEWLINE_RE = re.compile(r"[^\n]+")
@@ -101,14 +103,14 @@ def note_tasks(
 ) -> tuple[Task, ...]:
     """The tasks of a note's body (see the module's doc); ``masked`` is the body with its code
     blanked, ``body_line`` the file's line the body starts on."""
-    if "[" not in masked or not _TASK_RE.search(masked):
+    if "[" not in masked:
         return ()
     if "<!--" in masked:
         masked = _COMMENT_RE.sub(_blank, masked)
-    found = list(_TASK_RE.finditer(masked))[:MAX_TASKS]
+    found = _task_lines(masked)
     if not found:
         return ()
-    parents = _parents(masked, {m.start() for m in found}) if len(found) > 1 else {}
+    parents = _parents(masked, found) if len(found) > 1 else {}
     heading_lines = [h.line for h in headings]
     out: list[Task] = []
     line, counted = body_line, 0
@@ -130,6 +132,25 @@ def note_tasks(
             )
         )
     return tuple(out)
+
+
+def _task_lines(masked: str) -> list[re.Match[str]]:
+    """The task lines of a body (at most ``MAX_TASKS``), found from their checkboxes: only the
+    lines holding a ``[c]`` are tried, where a scan of every line start costs a note without
+    tasks as much as the rest of its parse."""
+    found: list[re.Match[str]] = []
+    tried = -1
+    for box in _BOX_RE.finditer(masked):
+        start = masked.rfind("\n", 0, box.start()) + 1
+        if start == tried:
+            continue  # another box on a line already tried
+        tried = start
+        m = _TASK_RE.match(masked, start)
+        if m is not None:
+            found.append(m)
+            if len(found) == MAX_TASKS:
+                break
+    return found
 
 
 def read_task(
@@ -236,13 +257,18 @@ def _tags(masked: str, text: str) -> tuple[str, ...]:
     return tuple(seen.values())
 
 
-def _parents(masked: str, task_starts: set[int]) -> dict[int, int]:
-    """For each task (by its offset in the body), the body line (from 0) of its parent task."""
+def _parents(masked: str, found: Sequence[re.Match[str]]) -> dict[int, int]:
+    """For each task (by its offset in the body), the body line (from 0) of its parent task.
+    The lines from the first task to the last are read: a list item above the first task is
+    no task, so it is no parent, and it never hides one (items leave the stack by their own
+    indentation)."""
+    task_starts = {m.start() for m in found}
+    first, last = found[0].start(), found[-1].end()
     out: dict[int, int] = {}
     stack: list[tuple[int, int | None]] = []
     """(indentation, the line of the item when it is a task) of the open list items."""
-    offset = 0
-    for index, text in enumerate(masked.split("\n")):
+    offset = first
+    for index, text in enumerate(masked[first:last].split("\n"), masked.count("\n", 0, first)):
         start = offset
         offset += len(text) + 1
         item = _ITEM_RE.match(text)
