@@ -182,7 +182,7 @@ def test_status_reads_an_index_another_process_has_open(loose_folder: Path) -> N
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "open"
         names = sorted(p.name for p in index.parent.iterdir())
-        assert names == ["index.sqlite", "index.sqlite-shm", "index.sqlite-wal"]
+        assert names == [".gitignore", "index.sqlite", "index.sqlite-shm", "index.sqlite-wal"]
         proc = engram_cli("status", "--json", cwd=loose_folder)
         assert proc.returncode == 0, proc.stderr
         data = json.loads(proc.stdout)

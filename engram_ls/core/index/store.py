@@ -129,6 +129,7 @@ class Index:
             raise IndexUnavailable(
                 f"cannot create the index folder {self.path.parent}: {exc.strerror or exc}"
             ) from exc
+        _keep_out_of_git(self.path.parent)
         for attempt in range(3):
             try:
                 self._check_or_create()
@@ -540,3 +541,25 @@ def _topic_tree(
         ).fetchone()
         tree[parent] = (name, notes, int(count))
     return {"tree": tree}
+
+
+GITIGNORE = """\
+# Engram's index: a cache of the notes, rebuilt from them at any time. Not for git.
+*
+!config.yaml
+"""
+"""The ``.gitignore`` of a ``.engram`` folder: a vault under git does not show the index as
+untracked (the vault's ``config.yaml`` beside it still can be committed)."""
+
+
+def _keep_out_of_git(folder: Path) -> None:
+    """Write ``GITIGNORE`` in a ``.engram`` index folder that has no ``.gitignore`` (never
+    replacing one: the user's own rules win). A failure to write it is no failure to index."""
+    if folder.name != ".engram":
+        return
+    try:
+        fd = os.open(folder / ".gitignore", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW)
+    except OSError:
+        return  # it exists (or the folder is read-only): leave it
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(GITIGNORE)
