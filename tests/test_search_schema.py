@@ -16,7 +16,7 @@ from mcp import Client
 
 from engram_ls.cli import build_parser
 from engram_ls.core.search import SearchRequest
-from engram_ls.core.search.request import AGENT_LIMIT, AVAILABLE_MODES, DEFAULT_LIMIT, LIMIT_CAP
+from engram_ls.core.search.request import AVAILABLE_MODES, DEFAULT_LIMIT, LIMIT_CAP
 from engram_ls.core.service import Engram
 from engram_ls.mcp_server.server import create_server
 
@@ -55,20 +55,20 @@ def test_the_core_model_declares_the_limits() -> None:
     assert _bounds(CORE["limit"]) == (1, LIMIT_CAP) == (1, 1000)
     assert _bounds(CORE["offset"]) == (0, 100_000)
     assert CORE["limit"]["default"] is None  # the configuration's limits.default_limit
-    assert DEFAULT_LIMIT == 50 and AGENT_LIMIT == 20
+    assert DEFAULT_LIMIT == 50
 
 
 async def test_mcp_parameters_are_the_core_fields(engram: Engram) -> None:
     props = (await _mcp_schema(engram))["properties"]
+    # the core's fields, then the server's own: which vault, and the page to continue
+    for own in ("vault", "cursor"):
+        assert {"type": "string"} in props.pop(own)["anyOf"], own
     assert list(props) == [name for name in CORE if name not in NOT_FOR_AGENTS]
     for name, prop in props.items():
         core = CORE[name]
         assert prop["description"] == core["description"], name
         assert _bounds(prop) == _bounds(core), name
-        if name == "limit":  # the one default that differs, declared in the core
-            assert prop["default"] == AGENT_LIMIT and prop["type"] == "integer"
-        else:
-            assert prop["default"] == core["default"], name
+        assert prop["default"] == core["default"], name  # limit too: one default everywhere
         if name == "mode":  # only the modes this installation answers
             assert prop["enum"] == list(AVAILABLE_MODES)
             assert set(prop["enum"]) <= set(core["enum"])
@@ -106,16 +106,16 @@ def test_cli_help_text_shows_the_core_descriptions() -> None:
         assert " ".join(core["description"].split()) in text, name
 
 
-async def test_mcp_default_page_is_the_agent_limit(generated: Callable[..., Path]) -> None:
-    engram = Engram(generated(60))
+async def test_mcp_default_page_is_the_core_default(generated: Callable[..., Path]) -> None:
+    engram = Engram(generated(80))
     engram.open()
     engram.sync()
     async with Client(create_server(engram)) as client:
         r = await client.call_tool("search_notes", {"path": "**"})
         many = await client.call_tool("search_notes", {"path": "**", "limit": 1000})
     assert not r.is_error
-    assert many.structured_content["total"] > AGENT_LIMIT  # the vault has more than a page
-    assert len(r.structured_content["results"]) == AGENT_LIMIT
+    assert many.structured_content["total"] > DEFAULT_LIMIT  # the vault has more than a page
+    assert len(r.structured_content["results"]) == DEFAULT_LIMIT
 
 
 async def test_mcp_limit_over_the_cap_is_an_engram_limit_error(engram: Engram) -> None:

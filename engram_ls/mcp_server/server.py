@@ -15,28 +15,27 @@ import inspect
 import logging
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any
 
 import anyio
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
-from pydantic import Field
+from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
+from pydantic import Field, ValidationError
 
 from engram_ls import __version__
-from engram_ls.core.check import IntegrityChecker
 from engram_ls.core.errors import EngramError, InvalidRequest, NotFound, OutsideVault
 from engram_ls.core.memory import one_heap
 from engram_ls.core.search import RequestField, request_fields
-from engram_ls.core.semantic.worker import EmbeddingWorker
 from engram_ls.core.serialize import json_value
 from engram_ls.core.service import Engram
 from engram_ls.core.tasks.request import TasksRequest
-from engram_ls.core.vault import choose_vault_root
-from engram_ls.core.watch import VaultWatcher
+from engram_ls.mcp_server.cursors import Cursors
 from engram_ls.mcp_server.http import add_http_arguments, http_settings, serve_http
+from engram_ls.mcp_server.schemas import OUTPUTS
 from engram_ls.mcp_server.stdio import serve_stdio
+from engram_ls.mcp_server.vaults import Served, Vaults, vaults_from
 
 log = logging.getLogger("engram_ls.mcp")
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True)
@@ -44,6 +43,17 @@ SESSION_ID = re.compile(r"^[A-Za-z0-9._-]{1,200}$")
 TRUNCATED = (
     "\n[... truncated: the answer reached the {budget}-character budget; narrow the query ...]"
 )
+
+
+VAULT_DOC = (
+    "The vault to use: a name list_vaults gives. Needed only when the server serves several."
+)
+Vault = Annotated[str | None, Field(description=VAULT_DOC)]
+CURSOR_DOC = "next_cursor of the previous page (with the same other arguments)."
+Cursor = Annotated[str | None, Field(description=CURSOR_DOC)]
+WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False)
+"""A write tool: ``write_note`` without ``overwrite`` refuses a second call, ``add_topics``
+changes nothing a second time but ``complete_task`` toggles: none is idempotent as a whole."""
 
 
 def _tool_error(exc: EngramError) -> ToolError:
@@ -62,26 +72,106 @@ def _budgeted(lines: list[str], budget: int) -> str:
     return "\n".join(out)
 
 
-WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True)
+class EngramMCP(MCPServer):
+    """The SDK's server with Engram's vaults, cursors and error texts: a tool error's text is
+    the Engram code and message alone (the SDK would put ``Error executing tool NAME:``
+    before it), and arguments that fail the input schema are ``ENGRAM_INVALID_REQUEST``
+    naming the argument in plain words (not pydantic's dump and its URL)."""
+
+    def __init__(self, vaults: Vaults, *, allow_write: bool, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.vaults = vaults
+        self.allow_write = allow_write
+        self.cursors = Cursors()
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        unknown = self._unknown_arguments(name, arguments)
+        if unknown:
+            raise ToolError(
+                f"ENGRAM_INVALID_REQUEST: {name} has no argument "
+                + ", ".join(repr(u) for u in unknown)
+                + f" (its arguments: {', '.join(self._argument_names(name))})"
+            )
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ValidationError):
+                raise ToolError(f"ENGRAM_INVALID_REQUEST: {plain_errors(cause)}") from None
+            if isinstance(cause, ToolError) and str(cause).startswith("ENGRAM_"):
+                raise ToolError(str(cause)) from None
+            raise
+
+    def _argument_names(self, name: str) -> list[str]:
+        tool = self._tool_manager.get_tool(name)
+        return [] if tool is None else list(tool.parameters.get("properties", {}))
+
+    def _unknown_arguments(self, name: str, arguments: dict[str, Any]) -> list[str]:
+        known = self._argument_names(name)
+        return [a for a in arguments if a not in known] if known or arguments else []
 
 
-def create_server(engram: Engram, *, allow_write: bool = False) -> MCPServer:
-    """An MCP server over one vault (no global state); write tools only with ``allow_write``."""
-    mcp = MCPServer(
+def plain_errors(exc: ValidationError) -> str:
+    """Pydantic's errors as one line an agent can act on: each argument with what is wrong
+    (``limit: Input should be a valid integer (got 'abc')``), no URL and no model name."""
+    parts = []
+    for err in exc.errors(include_url=False)[:5]:
+        where = ".".join(str(p) for p in err.get("loc", ()) if p != "__root__") or "arguments"
+        got = err.get("input")
+        shown = "" if err.get("type") == "missing" else f" (got {_short(got)})"
+        parts.append(f"{where}: {err.get('msg', 'invalid')}{shown}")
+    return "; ".join(parts)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def create_server(
+    vaults: Vaults | Engram | Mapping[str, Engram], *, allow_write: bool = False
+) -> EngramMCP:
+    """An MCP server over one or more vaults (no global state); write tools only with
+    ``allow_write``. An ``Engram`` alone is one vault named after its folder."""
+    if not isinstance(vaults, Vaults):
+        vaults = Vaults.of(vaults)
+    several = len(vaults) > 1
+    mcp = EngramMCP(
+        vaults,
+        allow_write=allow_write,
         name="engram",
         version=__version__,
         instructions=(
             "Search and read the user's Markdown notes (a vault). Use search_notes to find notes "
             "by words, topics (tags) and dates, then read_note to read one. Results name notes "
             "by vault-relative paths."
+            + (
+                f" This server serves several vaults ({', '.join(vaults.names)}): pass `vault` "
+                "to every tool (list_vaults describes them)."
+                if several
+                else ""
+            )
         ),
     )
-    _add_search_tools(mcp, engram)
-    _add_note_tools(mcp, engram)
-    _add_task_tools(mcp, engram, allow_write=allow_write)
+    _add_search_tools(mcp)
+    _add_note_tools(mcp)
+    _add_index_tools(mcp)
+    _add_task_tools(mcp)
     if allow_write:
-        _add_write_tools(mcp, engram)
+        _add_write_tools(mcp)
+    _describe_outputs(mcp)
     return mcp
+
+
+def _describe_outputs(mcp: EngramMCP) -> None:
+    """Publish each structured tool's output schema (``schemas.OUTPUTS``) instead of the
+    empty object a ``dict[str, Any]`` return would give."""
+    for tool in mcp._tool_manager.list_tools():  # the SDK has no public setter for it
+        schema = OUTPUTS.get(tool.name)
+        if schema is not None and tool.fn_metadata.output_schema is not None:
+            tool.fn_metadata.output_schema = schema
 
 
 def _call(fn: Any, *args: Any, **kwargs: Any) -> Any:
@@ -92,17 +182,61 @@ def _call(fn: Any, *args: Any, **kwargs: Any) -> Any:
         raise _tool_error(exc) from None
 
 
-def _add_search_tools(mcp: MCPServer, engram: Engram) -> None:
-    budget = engram.config.limits.response_chars
+def _vault(mcp: EngramMCP, name: str | None) -> Served:
+    return _call(mcp.vaults.get, name)  # type: ignore[no-any-return]
 
-    def search_notes(**request: Any) -> dict[str, Any]:
+
+def _paged(
+    mcp: EngramMCP,
+    kind: str,
+    served: Served,
+    request: dict[str, Any],
+    cursor: str | None,
+) -> tuple[int, int]:
+    """(offset, generation) of the page a cursor asks for, or of the first page."""
+    generation = served.engram.status().generation
+    if not cursor:
+        return int(request.get("offset") or 0), generation
+    page = _call(mcp.cursors.read, cursor, kind, served.name, request, generation)
+    return page.offset, generation
+
+
+def _next_cursor(
+    mcp: EngramMCP,
+    kind: str,
+    served: Served,
+    request: dict[str, Any],
+    next_offset: int,
+    generation: int,
+    more: bool,
+) -> str | None:
+    if not more:
+        return None
+    return mcp.cursors.issue(kind, served.name, request, next_offset, generation)
+
+
+def _add_search_tools(mcp: EngramMCP) -> None:
+    def search_notes(
+        vault: str | None = None, cursor: str | None = None, **request: Any
+    ) -> dict[str, Any]:
         """Search the notes by text, topics, dates and folder. Returns matching notes with
         path, title, date, topics, a snippet and its line, best first (newest first when there
-        is no query), plus the total and whether more pages exist."""
-        result: dict[str, Any] = json_value(_call(engram.search, request))
+        is no query), plus the total, whether more pages exist and `next_cursor` (pass it as
+        `cursor`, with the same other arguments, for the next page)."""
+        served = _vault(mcp, vault)
+        offset, generation = _paged(mcp, "search", served, request, cursor)
+        response = _call(served.engram.search, {**request, "offset": offset})
+        result: dict[str, Any] = json_value(response)
+        shown = len(result.get("results", ()))
+        more = offset + shown < int(result.get("total") or 0) and shown > 0
+        result["next_cursor"] = _next_cursor(
+            mcp, "search", served, request, offset + shown, generation, more
+        )
         return result
 
-    search_notes.__signature__ = _signature(request_fields("agents"))  # type: ignore[attr-defined]
+    search_notes.__signature__ = _signature(  # type: ignore[attr-defined]
+        request_fields("agents"), paged=True
+    )
     mcp.add_tool(search_notes, annotations=READ_ONLY)
 
     @mcp.tool(annotations=READ_ONLY)
@@ -115,10 +249,14 @@ def _add_search_tools(mcp: MCPServer, engram: Engram) -> None:
         tags: Annotated[list[str] | None, Field(description="Topics to filter by.")] = None,
         date_from: Annotated[str | None, Field(description="YYYY-MM-DD, inclusive.")] = None,
         date_to: Annotated[str | None, Field(description="YYYY-MM-DD, inclusive.")] = None,
+        vault: Vault = None,
     ) -> str:
         """Recall context from the notes as plain text: with a query, matching lines as
         `path:line:text`; without one, the head of each note that passes the filters, as
         `--- path ---` blocks. At least one argument is required."""
+        served = _vault(mcp, vault)
+        engram = served.engram
+        budget = engram.config.limits.response_chars
         if not any((query, session_id, tags, date_from, date_to)):
             raise ToolError(
                 "ENGRAM_INVALID_REQUEST: give at least one of query, session_id, tags, "
@@ -153,7 +291,7 @@ def _add_search_tools(mcp: MCPServer, engram: Engram) -> None:
         return _budgeted(lines, budget - len(trailer) - 1) + "\n" + trailer
 
 
-def _add_note_tools(mcp: MCPServer, engram: Engram) -> None:
+def _add_note_tools(mcp: EngramMCP) -> None:
     @mcp.tool(annotations=READ_ONLY)
     def read_note(
         path: Annotated[str, Field(description="Vault-relative path of a note (*.md).")],
@@ -161,19 +299,34 @@ def _add_note_tools(mcp: MCPServer, engram: Engram) -> None:
         max_chars: Annotated[
             int, Field(ge=1, le=200_000, description="Characters to return.")
         ] = 20_000,
+        vault: Vault = None,
     ) -> str:
         """Read a note's text (paged with offset and max_chars). Only notes of the vault can
         be read."""
-        return str(_call(_read, engram, path, offset, max_chars))
+        return str(_call(_read, _vault(mcp, vault).engram, path, offset, max_chars))
 
     @mcp.tool(annotations=READ_ONLY)
     def list_topics(
         prefix: Annotated[str, Field(description="Only topics starting with this.")] = "",
         limit: Annotated[int, Field(ge=1, le=10_000, description="At most this many.")] = 100,
+        vault: Vault = None,
+        cursor: Cursor = None,
     ) -> dict[str, Any]:
-        """The vault's topics (tags) with how many notes use each, most used first."""
-        topics = json_value(_call(engram.topics, prefix, limit))
-        return {"topics": topics, "index": json_value(engram.status())}
+        """The vault's topics (tags) with how many notes use each, most used first; with
+        `next_cursor` when there are more (pass it as `cursor` for the next page)."""
+        served = _vault(mcp, vault)
+        request = {"prefix": prefix, "limit": limit}
+        offset, generation = _paged(mcp, "topics", served, request, cursor)
+        topics = json_value(_call(served.engram.topics, prefix, offset + limit + 1))
+        page = topics[offset : offset + limit]
+        more = len(topics) > offset + limit
+        return {
+            "topics": page,
+            "next_cursor": _next_cursor(
+                mcp, "topics", served, request, offset + limit, generation, more
+            ),
+            "index": json_value(served.engram.status()),
+        }
 
     @mcp.tool(annotations=READ_ONLY)
     def related_notes(
@@ -181,6 +334,7 @@ def _add_note_tools(mcp: MCPServer, engram: Engram) -> None:
         limit: Annotated[
             int, Field(ge=1, le=200, description="At most this many of each kind.")
         ] = 20,
+        vault: Vault = None,
     ) -> dict[str, Any]:
         """Notes connected to one note, to explore around it: `outgoing` (the links it
         makes, each with the note it resolves to, or status broken/ambiguous), `backlinks`
@@ -189,8 +343,10 @@ def _add_note_tools(mcp: MCPServer, engram: Engram) -> None:
         it by meaning, with score, line and snippet; empty without search by meaning) and
         `related` (links, backlinks and meaning in one ranking, each with its `reasons`).
         Paths are vault-relative; read one with read_note."""
-        return dict(_call(engram.related_notes, path, limit))
+        return dict(_call(_vault(mcp, vault).engram.related_notes, path, limit))
 
+
+def _add_index_tools(mcp: EngramMCP) -> None:
     @mcp.tool(annotations=READ_ONLY)
     def query_notes(
         base: Annotated[
@@ -209,25 +365,47 @@ def _add_note_tools(mcp: MCPServer, engram: Engram) -> None:
         max_rows: Annotated[
             int, Field(ge=1, le=2000, description="At most this many rows in the answer.")
         ] = 200,
+        vault: Vault = None,
+        cursor: Cursor = None,
     ) -> dict[str, Any]:
         """Run one view of an Obsidian base over the index: the notes passing its filters
         (properties, tags, folders, links, dates), in its sort order, with its columns
         (`values` by property, formulas included), `total` notes passing, `groups` and
-        `summaries`. An unsupported construct is an error naming it and its line."""
+        `summaries`. An unsupported construct is an error naming it and its line. With more
+        rows than `max_rows`, `next_cursor` continues (pass it as `cursor`)."""
+        served = _vault(mcp, vault)
+        request = {"base": base, "view": view, "block": block, "max_rows": max_rows}
+        offset, generation = _paged(mcp, "query", served, request, cursor)
         path = "\n" not in base and base.strip().endswith((".base", ".md"))
         source = {"path": base.strip()} if path else {"text": base}
-        out: dict[str, Any] = _call(engram.query, **source, view=view, block=block)
-        out["rows"] = out["rows"][:max_rows]
-        out["truncated"] = out["total"] > len(out["rows"])
+        out: dict[str, Any] = _call(served.engram.query, **source, view=view, block=block)
+        rows = out["rows"]
+        out["rows"] = rows[offset : offset + max_rows]
+        more = len(rows) > offset + max_rows
+        out["truncated"] = out["total"] > offset + len(out["rows"])
+        out["next_cursor"] = _next_cursor(
+            mcp, "query", served, request, offset + max_rows, generation, more
+        )
         return out
 
     @mcp.tool(annotations=READ_ONLY)
-    def index_status() -> dict[str, Any]:
+    def index_status(vault: Vault = None) -> dict[str, Any]:
         """The state of the vault's index: state, note/topic/problem counts, generation."""
-        return {"vault": str(engram.vault.root), **json_value(engram.status())}
+        served = _vault(mcp, vault)
+        return {
+            "vault": str(served.engram.vault.root),
+            "name": served.name,
+            **json_value(served.engram.status()),
+        }
+
+    @mcp.tool(annotations=READ_ONLY)
+    def list_vaults() -> dict[str, Any]:
+        """The vaults this server serves: each one's `name` (the `vault` argument of every
+        tool), folder, note count, index state and capabilities (search by meaning)."""
+        return {"vaults": [mcp.vaults.describe(s) for s in mcp.vaults]}
 
 
-def _add_write_tools(mcp: MCPServer, engram: Engram) -> None:
+def _add_write_tools(mcp: EngramMCP) -> None:
     @mcp.tool(annotations=WRITE)
     def write_note(
         path: Annotated[str, Field(description="Vault-relative path ending in .md.")],
@@ -235,11 +413,13 @@ def _add_write_tools(mcp: MCPServer, engram: Engram) -> None:
         overwrite: Annotated[
             bool, Field(description="Replace the note if it exists (default: refuse).")
         ] = False,
+        vault: Vault = None,
     ) -> dict[str, Any]:
         """Create (or, with overwrite, replace) a note. The write is atomic and the note
         is searchable when this returns. `indexed: false` (with a `warning`) means the
         note was written but the index could not be updated yet: it catches up by
         itself, and searches read the files meanwhile. Do not write the note again."""
+        engram = _vault(mcp, vault).engram
         indexed = _call(engram.write_note, path, content, overwrite=overwrite)
         return {"path": engram.vault.rel(path), **json_value(indexed)}
 
@@ -247,12 +427,14 @@ def _add_write_tools(mcp: MCPServer, engram: Engram) -> None:
     def add_topics(
         path: Annotated[str, Field(description="Vault-relative path of a note (.md).")],
         topics: Annotated[list[str], Field(description="Topics to add (kept if present).")],
+        vault: Vault = None,
     ) -> dict[str, Any]:
         """Add topics to a note's frontmatter. Only the topic entry's lines change (the
         rest of the note stays byte-identical, list style kept); a note without
         frontmatter gets one. Refused if the note changed while it was being edited.
         The note is searchable by the new topics when this returns; `indexed: false`
         (with a `warning`) means the note was edited but the index catches up later."""
+        engram = _vault(mcp, vault).engram
         edit, indexed = _call(engram.add_topics, path, topics)
         return {
             "path": engram.vault.rel(path),
@@ -262,22 +444,31 @@ def _add_write_tools(mcp: MCPServer, engram: Engram) -> None:
         }
 
 
-def _add_task_tools(mcp: MCPServer, engram: Engram, *, allow_write: bool) -> None:
-    def list_tasks(**request: Any) -> dict[str, Any]:
+def _add_task_tools(mcp: EngramMCP) -> None:
+    def list_tasks(
+        vault: str | None = None, cursor: str | None = None, **request: Any
+    ) -> dict[str, Any]:
         """List the tasks (- [ ] items) of the notes: by status (open, done, ...), due and
         scheduled days (YYYY-MM-DD or today, tomorrow, +7d ...), priority, #tags in the
         task, the note's topics, folder and words. Each task has its path and line (use them
         with complete_task), status, description, dates, priority, tags, whether it is
-        overdue, and its note's title."""
-        result: dict[str, Any] = _call(engram.tasks, request)
+        overdue, and its note's title. `next_cursor` continues (pass it as `cursor`)."""
+        served = _vault(mcp, vault)
+        offset, generation = _paged(mcp, "tasks", served, request, cursor)
+        result: dict[str, Any] = _call(served.engram.tasks, {**request, "offset": offset})
+        shown = len(result.get("tasks", ()))
+        more = shown > 0 and offset + shown < int(result.get("total") or 0)
+        result["next_cursor"] = _next_cursor(
+            mcp, "tasks", served, request, offset + shown, generation, more
+        )
         return result
 
     list_tasks.__signature__ = _signature(  # type: ignore[attr-defined]
-        request_fields("agents", TasksRequest)
+        request_fields("agents", TasksRequest), paged=True
     )
     mcp.add_tool(list_tasks, annotations=READ_ONLY)
 
-    if not allow_write:
+    if not mcp.allow_write:
         return
 
     @mcp.tool(annotations=WRITE)
@@ -291,23 +482,29 @@ def _add_task_tools(mcp: MCPServer, engram: Engram, *, allow_write: bool) -> Non
         done: Annotated[
             bool, Field(description="true: mark done (default); false: mark not done.")
         ] = True,
+        vault: Vault = None,
     ) -> dict[str, Any]:
         """Mark a task done (status x and a ✅ day, as Obsidian Tasks writes it) or not done.
         Only that line changes (a recurring task gets its next occurrence on the line above:
         see `inserted` and `recurrence`); refused when the line is not a task or no longer
         reads `expect`. The note is indexed again when this returns."""
+        engram = _vault(mcp, vault).engram
         result: dict[str, Any] = _call(engram.toggle_task, path, line, expect=expect, done=done)
         return result
 
 
-def _signature(fields: Sequence[RequestField]) -> inspect.Signature:
+def _signature(fields: Sequence[RequestField], *, paged: bool = False) -> inspect.Signature:
     """The tool's parameters: the core request's fields (types, defaults, limits and
-    descriptions), which the SDK turns into the input schema and validates."""
+    descriptions), which the SDK turns into the input schema and validates, then ``vault``
+    (and ``cursor`` for a paged list)."""
     keyword = inspect.Parameter.KEYWORD_ONLY
     params = [
         inspect.Parameter(f.name, keyword, default=f.default, annotation=f.annotation)
         for f in fields
     ]
+    params.append(inspect.Parameter("vault", keyword, default=None, annotation=Vault))
+    if paged:
+        params.append(inspect.Parameter("cursor", keyword, default=None, annotation=Cursor))
     return inspect.Signature(params, return_annotation=dict[str, Any])
 
 
@@ -337,7 +534,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         "vault",
         nargs="?",
         help="vault folder (default: $ENGRAM_VAULT, else the nearest folder at or above the "
-        "current one with .engram/ or .obsidian/; none of these is an error)",
+        "current one with .engram/ or .obsidian/, unless --vault or --vaults-file name vaults)",
+    )
+    parser.add_argument(
+        "--vault",
+        dest="vaults",
+        action="append",
+        default=[],
+        metavar="NAME=PATH",
+        help="serve the vault at PATH as NAME (repeatable: several vaults in one server)",
+    )
+    parser.add_argument(
+        "--vaults-file",
+        metavar="FILE",
+        help="a file of NAME=PATH lines, one vault each (# comments)",
     )
     parser.add_argument("--http", action="store_true", help="serve streamable HTTP at /mcp")
     parser.add_argument(
@@ -347,44 +557,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
     add_http_arguments(parser)
-    parser.add_argument("--no-watch", action="store_true", help="do not watch the vault")
+    parser.add_argument("--no-watch", action="store_true", help="do not watch the vaults")
     parser.add_argument(
-        "--allow-write", action="store_true", help="offer the write tools (write_note, add_topics)"
+        "--allow-write",
+        action="store_true",
+        help="offer the write tools (write_note, add_topics, complete_task)",
     )
     parser.add_argument("--log-level", default="WARNING", help="log level on stderr")
     args = parser.parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=getattr(logging, args.log_level.upper(), 30))
     try:
-        root = choose_vault_root(args.vault)
+        pairs = vaults_from(args.vault, args.vaults, args.vaults_file)
         http = http_settings(args) if args.http else None
     except EngramError as exc:
         sys.stderr.write(f"engram-mcp: error: {exc.message} [{exc.code}]\n")
         return 2
-    engram = Engram(root)
-    engram.open()
-    watcher = None if args.no_watch else VaultWatcher(engram)
-    if watcher is not None:
-        # Watch first, then reconcile: a change before the watch is on disk when the reconcile
-        # walks, one after it is an event (applied after the reconcile, which holds the lock).
-        watcher.start()
-        watcher.wait_established()
-    try:
-        engram.sync()
-    except EngramError as exc:
-        log.warning("the index could not be brought up to date: %s", exc)
-    checker = IntegrityChecker(engram)
-    checker.start()
-    embedder = EmbeddingWorker(engram)  # search by meaning: vectors kept in line, in the back
-    embedder.start()
-    server = create_server(engram, allow_write=args.allow_write)
+    vaults = Vaults([Served(name, Engram(root)) for name, root in pairs])
+    # Watch first, then reconcile: a change before the watch is on disk when the reconcile
+    # walks, one after it is an event (applied after the reconcile, which holds the lock).
+    vaults.start(watch=not args.no_watch)
+    server = create_server(vaults, allow_write=args.allow_write)
     try:
         if http is not None:
             serve_http(server, http)
         else:
             anyio.run(serve_stdio, server)
     finally:
-        checker.stop()
-        embedder.stop()
-        if watcher is not None:
-            watcher.stop()
+        vaults.stop()
     return 0

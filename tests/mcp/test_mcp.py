@@ -40,6 +40,7 @@ async def test_tools_are_listed_read_only(tags_engram: Engram) -> None:
             "query_notes",
             "list_tasks",
             "index_status",
+            "list_vaults",
         }
         for tool in tools.values():
             assert tool.description

@@ -12,7 +12,7 @@ import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, TypeVar, get_args
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
@@ -45,13 +45,6 @@ DEFAULT_LIMIT: int = Limits.model_fields["default_limit"].default
 """Page size when a request gives none: the configuration's ``limits.default_limit``."""
 LIMIT_CAP: int = next(m.le for m in Limits.model_fields["max_results"].metadata if hasattr(m, "le"))
 """The hard cap of a page (``limits.max_results`` can only lower it); over it: ENGRAM_LIMIT."""
-AGENT_LIMIT = 20
-"""Page size of the MCP tool ``search_notes`` when the agent gives none, instead of
-``limits.default_limit`` (50): an agent's context is precious. The MCP answer carries each hit
-twice (structured content and its JSON text): 20 hits of the example vault's short notes were
-14,800 characters, and a hit with a full 300-character snippet is about 600 characters a copy,
-so 20 such hits are about 24,000, near the ``limits.response_chars`` budget (20,000) of the
-agents' text answers; 50 would be two and a half times that."""
 
 
 def _tags(value: Any) -> Any:
@@ -119,8 +112,6 @@ class Offer:
     configuration)."""
     agents: bool = True
     """Whether the MCP tool offers the field."""
-    agent_default: Any = None
-    """The MCP tool's default, where it differs from the field's (None: the field's)."""
     agent_choices: tuple[str, ...] | None = None
     """The MCP tool's choices, where it offers fewer than the field's type."""
 
@@ -173,9 +164,7 @@ class SearchRequest(BaseModel):
     )
     limit: Annotated[
         int | None,
-        Offer(
-            metavar="N", unset=f"{DEFAULT_LIMIT} or limits.default_limit", agent_default=AGENT_LIMIT
-        ),
+        Offer(metavar="N", unset=f"{DEFAULT_LIMIT} or limits.default_limit"),
     ] = Field(
         default=None,
         ge=1,
@@ -303,13 +292,9 @@ def request_fields(
         choices = tuple(typed.get("enum", ()))
         default = info.get_default(call_default_factory=True)
         base = info.annotation
-        if front_end == "agents":
-            if offer.agent_choices is not None:
-                choices = offer.agent_choices
-                base = Literal[choices]  # type: ignore[assignment]
-            if offer.agent_default is not None:
-                default = offer.agent_default  # not None: the type need not take null
-                base = next((a for a in get_args(base) if a is not type(None)), base)
+        if front_end == "agents" and offer.agent_choices is not None:
+            choices = offer.agent_choices
+            base = Literal[choices]  # type: ignore[assignment]
         constraints = [m for m in info.metadata if not isinstance(m, Offer)]
         described = Field(description=info.description, json_schema_extra=info.json_schema_extra)
         out.append(

@@ -17,7 +17,6 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_valida
 
 from engram_ls.core.model import PRIORITIES
 from engram_ls.core.search.request import (
-    AGENT_LIMIT,
     DEFAULT_LIMIT,
     LIMIT_CAP,
     MAX_OFFSET,
@@ -102,9 +101,7 @@ class TasksRequest(BaseModel):
         description="path (by note, then line), due (soonest first, undated last), or "
         "priority (most urgent first, then by due day)",
     )
-    limit: Annotated[
-        int | None, Offer(metavar="N", unset=f"{DEFAULT_LIMIT}", agent_default=AGENT_LIMIT)
-    ] = Field(
+    limit: Annotated[int | None, Offer(metavar="N", unset=f"{DEFAULT_LIMIT}")] = Field(
         default=None, ge=1, json_schema_extra={"maximum": LIMIT_CAP}, description="Tasks per page"
     )
     offset: Annotated[int, Offer(metavar="N")] = Field(
