@@ -69,8 +69,10 @@ async def tasks(ls: EngramLanguageServer, params: Any) -> dict[str, Any]:
         raise convert.to_jsonrpc_error(exc) from None
     for task in out["tasks"]:
         task["uri"] = vault.engram.vault.uri(task["path"])
-        start = types.Position(line=task["line"] - 1, character=0)
-        task["range"] = {"start": start, "end": start}
+        # plain JSON (not lsprotocol objects, which the answer's serialization hands to cattrs
+        # one by one): the answer is written as it is
+        start = {"line": task["line"] - 1, "character": 0}
+        task["range"] = {"start": start, "end": dict(start)}
     return out
 
 
