@@ -68,3 +68,10 @@ class NotFound(EngramError):
     """A vault, note or folder does not exist."""
 
     code = "ENGRAM_NOT_FOUND"
+
+
+class Forbidden(EngramError):
+    """The caller may not do this: a read-only bearer token asked for a write, or a token
+    limited to some vaults named another (``engram-mcp --http`` with ``--tokens-file``)."""
+
+    code = "ENGRAM_FORBIDDEN"

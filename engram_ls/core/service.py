@@ -36,6 +36,7 @@ from engram_ls.core.health import IndexHealth, Reading
 from engram_ls.core.index import db, prop_stats
 from engram_ls.core.index import symbols as sym
 from engram_ls.core.index.links import NameMatch
+from engram_ls.core.index.paths import PathChoices, path_choices
 from engram_ls.core.index.prop_stats import PropertyCount, ValueCount
 from engram_ls.core.index.store import Index, IndexStatus
 from engram_ls.core.index.symbol_match import TOPIC_READ_BYTES, SymbolHit, topic_line
@@ -571,6 +572,17 @@ class Engram:
         """Notes whose title, file name or alias starts with ``prefix`` (any case), at most
         ``limit``, and whether there are more."""
         return self._links(nav.complete, prefix, limit)
+
+    def path_completions(self, typed: str, limit: int = 100) -> PathChoices:
+        """Folders (most notes first) and notes (newest first) whose vault-relative path
+        starts with ``typed`` (any case), one level below its last ``/``, at most ``limit``
+        (``core.index.paths``); from the index only."""
+        _text("path", typed)
+        if limit < 1 or limit > 10_000:
+            raise InvalidRequest("limit must be between 1 and 10000")
+        return self._links(
+            lambda conn, _vault: path_choices(conn, typed, limit), what="path completions"
+        )
 
     def note_headings(self, path: str) -> list[tuple[int, int, str]]:
         """(line, level, text) of a note's headings, from the index."""

@@ -31,13 +31,18 @@ from engram_ls.core.search import RequestField, request_fields
 from engram_ls.core.serialize import json_value
 from engram_ls.core.service import Engram
 from engram_ls.core.tasks.request import TasksRequest
+from engram_ls.mcp_server.completion import add_completion
 from engram_ls.mcp_server.cursors import Cursors
 from engram_ls.mcp_server.http import add_http_arguments, http_settings, serve_http
+from engram_ls.mcp_server.prompts import add_prompts
+from engram_ls.mcp_server.resources import add_resources
 from engram_ls.mcp_server.schemas import OUTPUTS
 from engram_ls.mcp_server.stdio import serve_stdio
 from engram_ls.mcp_server.vaults import Served, Vaults, vaults_from
 
 log = logging.getLogger("engram_ls.mcp")
+TOPICS_CAP = 10_000
+"""Topics the core lists at most (``Engram.topics``): ``list_topics`` pages within them."""
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True)
 SESSION_ID = re.compile(r"^[A-Za-z0-9._-]{1,200}$")
 TRUNCATED = (
@@ -159,6 +164,9 @@ def create_server(
     _add_note_tools(mcp)
     _add_index_tools(mcp)
     _add_task_tools(mcp)
+    add_resources(mcp)
+    add_prompts(mcp)
+    add_completion(mcp)
     if allow_write:
         _add_write_tools(mcp)
     _describe_outputs(mcp)
@@ -317,7 +325,10 @@ def _add_note_tools(mcp: EngramMCP) -> None:
         served = _vault(mcp, vault)
         request = {"prefix": prefix, "limit": limit}
         offset, generation = _paged(mcp, "topics", served, request, cursor)
-        topics = json_value(_call(served.engram.topics, prefix, offset + limit + 1))
+        # one more than the page tells whether there are more (the core lists at most
+        # TOPICS_CAP: the cursor ends there)
+        want = min(offset + limit + 1, TOPICS_CAP)
+        topics = json_value(_call(served.engram.topics, prefix, want))
         page = topics[offset : offset + limit]
         more = len(topics) > offset + limit
         return {
@@ -568,7 +579,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(stream=sys.stderr, level=getattr(logging, args.log_level.upper(), 30))
     try:
         pairs = vaults_from(args.vault, args.vaults, args.vaults_file)
-        http = http_settings(args) if args.http else None
+        http = http_settings(args, [name for name, _ in pairs]) if args.http else None
     except EngramError as exc:
         sys.stderr.write(f"engram-mcp: error: {exc.message} [{exc.code}]\n")
         return 2
