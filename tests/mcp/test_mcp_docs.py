@@ -58,6 +58,10 @@ def test_the_page_shows_every_tool_and_kind() -> None:
         "add_topics",
         "complete_task",
     }
+    prompts = {c.split()[1] for c in calls if c.startswith("prompts/get")}
+    assert prompts == {"notes_about", "notes_since", "weekly_review"}
+    methods = {c.split()[0] for c in calls}
+    assert {"resources/read", "resources/list", "completion/complete"} <= methods
 
 
 def matches(shown: Any, actual: Any) -> bool:
