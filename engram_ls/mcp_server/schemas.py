@@ -40,6 +40,8 @@ INT = _t("integer")
 NUM = _t("number")
 BOOL = _t("boolean")
 NSTR = _t("string", null=True)
+NINT = _t("integer", null=True)
+NBOOL = _t("boolean", null=True)
 STRS = _list(STR)
 OPEN: Schema = {"type": "object"}
 
@@ -52,7 +54,7 @@ INDEX = _obj(
     {
         "state": _t("string", "ready, building, stale, empty or failed"),
         "served_by": _t("string", "index or scan"),
-        "generation": _t("integer", "the index generation the answer was read at"),
+        "generation": _t("integer", "the index generation the answer was read at", null=True),
         "updated_at": NSTR,
         "source_revision": REVISION,
     },
@@ -61,20 +63,20 @@ INDEX = _obj(
 STATUS = _obj(
     {
         "state": STR,
-        "generation": INT,
+        "generation": NINT,
         "updated_at": NSTR,
-        "notes": INT,
-        "problems": INT,
-        "topics": INT,
+        "notes": NINT,
+        "problems": NINT,
+        "topics": NINT,
         "path": NSTR,
         "moved_aside": {"type": ["object", "null"]},
         "source_revision": REVISION,
-        "trigram_index": BOOL,
-        "trigram_bytes": _t("integer", null=True),
+        "trigram_index": NBOOL,
+        "trigram_bytes": NINT,
         "semantic": {"type": ["object", "null"]},
         "capabilities": {"type": ["object", "null"]},
     },
-    description="The index's state",
+    description="The index's state (counts are null while it cannot be read)",
 )
 NEXT = _t("string", "pass as `cursor` (same other arguments) for the next page", null=True)
 HIT = _obj(
@@ -113,7 +115,7 @@ TASK = _obj(
     ("path", "line", "status", "text"),
 )
 NOTE_REF = _obj({"path": STR, "title": STR, "line": _t("integer", null=True)}, ("path",))
-INDEXED = {"indexed": BOOL, "generation": INT, "warning": NSTR}
+INDEXED = {"indexed": BOOL, "generation": NINT, "warning": NSTR}
 
 OUTPUTS: dict[str, Schema] = {
     "search_notes": _obj(
@@ -160,7 +162,7 @@ OUTPUTS: dict[str, Schema] = {
                 _obj({"path": STR, "title": STR, "shared_topics": STRS}, ("path",))
             ),
             "similar": _list(
-                _obj({"path": STR, "title": STR, "score": NUM, "line": INT, "snippet": NSTR})
+                _obj({"path": STR, "title": STR, "score": NUM, "line": NINT, "snippet": NSTR})
             ),
             "related": _list(
                 _obj(
@@ -215,9 +217,9 @@ OUTPUTS: dict[str, Schema] = {
                     {
                         "name": STR,
                         "root": STR,
-                        "notes": INT,
+                        "notes": NINT,
                         "state": STR,
-                        "generation": INT,
+                        "generation": NINT,
                         "capabilities": OPEN,
                     },
                     ("name", "notes", "state"),

@@ -280,12 +280,12 @@ def _stub(path: Path, body: str) -> None:
 
 
 def _contributor_checkout(tmp_path: Path, with_node: bool = True) -> tuple[Path, Path]:
-    """A copy of scripts/test.sh and install_vscode.sh in a checkout whose installers, linters
+    """A copy of scripts/test.sh and its installers in a checkout whose installers, linters
     and pytest are stubs that log their calls, on a PATH with no chromium and no C++ toolchain
     (apt-get is there, logging: it must not be called)."""
     repo = tmp_path / "checkout"
     (repo / "scripts").mkdir(parents=True)
-    for name in ("test.sh", "install_vscode.sh"):
+    for name in ("test.sh", "install_vscode.sh", "install_inspector.sh"):
         (repo / "scripts" / name).write_bytes((REPO / "scripts" / name).read_bytes())
         (repo / "scripts" / name).chmod(0o755)
     _stub(repo / "scripts" / "install.sh", "exit 0")
