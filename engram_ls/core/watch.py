@@ -123,11 +123,15 @@ class VaultWatcher(Background):
         engram: Engram,
         debounce_ms: int = 50,
         on_changes: Callable[[list[Change]], object] | None = None,
+        on_applied: Callable[[list[Change]], object] | None = None,
     ) -> None:
         super().__init__("engram-watch", self._run)
         self.engram = engram
         self.debounce_ms = debounce_ms
         self.on_changes = on_changes
+        self.on_applied = on_applied
+        """Told each batch after the watcher applied it itself (``on_changes`` None), on the
+        watcher's thread: what the MCP server's subscriptions hear."""
         self.established = threading.Event()
 
     def wait_established(self, timeout: float = 10.0) -> bool:
@@ -238,3 +242,8 @@ class VaultWatcher(Background):
             self.engram.apply_changes(changes)
         except EngramError as exc:
             log.warning("could not apply %d changes: %s", len(changes), exc)
+        if self.on_applied is not None:
+            try:
+                self.on_applied(changes)
+            except Exception:  # a listener must never stop the watcher
+                log.exception("a listener of applied changes failed")

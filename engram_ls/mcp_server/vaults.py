@@ -43,11 +43,9 @@ class Served:
     on_changes: list[Callable[[Served, list[Change]], None]] = field(default_factory=list)
     """Called (on the watcher's thread) after each batch of changes on disk was applied."""
 
-    def apply(self, changes: list[Change]) -> None:
-        try:
-            self.engram.apply_changes(changes)
-        except EngramError as exc:
-            log.warning("%s: could not apply %d changes: %s", self.name, len(changes), exc)
+    def applied(self, changes: list[Change]) -> None:
+        """The watcher applied ``changes`` (it also catches up by itself after a failed
+        update, with back-off): tell the listeners."""
         for listener in list(self.on_changes):
             try:
                 listener(self, changes)
@@ -109,7 +107,7 @@ class Vaults:
             engram = served.engram
             engram.open()
             if watch:
-                served.watcher = VaultWatcher(engram, on_changes=served.apply)
+                served.watcher = VaultWatcher(engram, on_applied=served.applied)
                 served.watcher.start()
         for served in self:
             if served.watcher is not None:

@@ -117,7 +117,7 @@ async def watched(roots: dict[str, Path]) -> AsyncIterator[Vaults]:
     """Vaults served with their watchers running (what ``engram-mcp`` does, in process)."""
     served = [Served(name, opened(root)) for name, root in roots.items()]
     for s in served:
-        s.watcher = VaultWatcher(s.engram, on_changes=s.apply)
+        s.watcher = VaultWatcher(s.engram, on_applied=s.applied)
         s.watcher.start()
         assert s.watcher.wait_established()
     try:
@@ -348,7 +348,7 @@ async def test_legacy_subscribe_hears_a_note_changed_on_disk(
 
 
 async def test_folder_changes_reach_the_notes_under_them(tags_engram: Engram) -> None:
-    """A batch the watcher reports (here handed to the vault as the watcher would): a note
+    """A batch the watcher applied (here told to the vault as the watcher would): a note
     under a folder that moved or was deleted is updated; a folder's URI follows all below."""
     vaults = Vaults.of({"tags": tags_engram})
     (served,) = vaults
@@ -366,7 +366,7 @@ async def test_folder_changes_reach_the_notes_under_them(tags_engram: Engram) ->
             await legacy.subscribe_resource("engram://tags/p/q/n.md")
             await legacy.subscribe_resource("engram://tags/")
         await anyio.to_thread.run_sync(
-            served.apply, [Change("renamed", str(root / "p"), str(root / "r"))]
+            served.applied, [Change("renamed", str(root / "p"), str(root / "r"))]
         )
         await next_event(sub, lambda e: e == ResourceUpdated(uri="engram://tags/p/q/n.md"))
         await next_event(sub, lambda e: e == ResourceUpdated(uri="engram://tags/p"))
@@ -374,7 +374,7 @@ async def test_folder_changes_reach_the_notes_under_them(tags_engram: Engram) ->
         await updates.wait_for("engram://tags/p/q/n.md")
         await updates.wait_for("engram://tags/")
         # a change beside the note reaches the vault's URI, not the note's
-        await anyio.to_thread.run_sync(served.apply, [Change("changed", "p/other.md")])
+        await anyio.to_thread.run_sync(served.applied, [Change("changed", "p/other.md")])
         heard = await updates.wait_for("engram://tags/")
         await anyio.sleep(0.1)
         assert "engram://tags/p/q/n.md" not in heard + updates.pending()
