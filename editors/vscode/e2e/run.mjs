@@ -604,7 +604,15 @@ async function toggleInView(page, vault, { label, relPath, line, prefix, via }) 
       await page.keyboard.press('Escape');
       throw new Error(`the task's context menu has no "Toggle Task": ${menu.join(' | ')}`);
     }
-    await page.locator('.context-view .monaco-menu .action-label', { hasText: 'Toggle Task' }).first().click();
+    const item = page.locator('.context-view .monaco-menu .action-label', { hasText: 'Toggle Task' }).first();
+    await item.click();
+    // A click that lands while the menu still animates in only focuses the item (seen under
+    // load: the menu stays open): the focused item then takes Enter.
+    await page.waitForTimeout(500);
+    if (await item.isVisible().catch(() => false)) {
+      await item.hover();
+      await page.keyboard.press('Enter');
+    }
   } else {
     await row.hover();
     const inline = row.locator('.actions .action-label[aria-label="Toggle Task"]');
