@@ -179,7 +179,8 @@ def cmd_index(args: argparse.Namespace) -> int:
     rate = report.parsed / report.elapsed_s if report.elapsed_s > 0 and report.parsed else 0
     what = "rebuilt" if report.full else ("resumed" if report.resumed else "indexed")
     sys.stdout.write(
-        f"{what} {engram.vault.root}: {status.notes} notes, {status.topics} topics"
+        f"{what} {engram.vault.root}: {counted(status.notes, 'note')},"
+        f" {counted(status.topics, 'topic')}"
         f" ({report.parsed} parsed, {report.touched} touched, {report.removed} removed,"
         f" {report.unchanged} unchanged) in {report.elapsed_s:.2f} s"
         + (f" ({rate:,.0f} notes/s)" if rate else "")
@@ -187,12 +188,13 @@ def cmd_index(args: argparse.Namespace) -> int:
     )
     if embedded is not None and embedded.notes:
         sys.stdout.write(
-            f"embedded {embedded.notes} notes ({embedded.embedded} new texts,"
+            f"embedded {counted(embedded.notes, 'note')} ({embedded.embedded} new texts,"
             f" {embedded.reused} already known) in {embedded.elapsed_s:.2f} s\n"
         )
     if status.problems:
         sys.stdout.write(
-            f"{status.problems} notes have problems (malformed frontmatter, bad dates, …):"
+            f"{counted(status.problems, 'note')} {'has' if status.problems == 1 else 'have'}"
+            " problems (malformed frontmatter, bad dates, …):"
             " see `engram status --problems`\n"
         )
     return EXIT_OK
@@ -633,6 +635,11 @@ def _mv_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     _common(p, cmd_mv)
 
 
+def counted(n: int, word: str) -> str:
+    """``1 note``, ``2 notes``: a count and its noun (plural with ``s``)."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     raw = list(sys.argv[1:] if argv is None else argv)
     if raw and raw[0] == "lsp":
@@ -644,6 +651,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return mcp_main(raw[1:])
     parser = build_parser()
+    if not raw:  # bare `engram`: what it can do, not an error
+        parser.print_help()
+        return EXIT_OK
     args = parser.parse_args(_tag_values(raw))
     try:
         code: int = args.func(args)

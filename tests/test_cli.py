@@ -178,3 +178,18 @@ def test_no_progress_bar_when_piped(generated: Callable[..., Path]) -> None:
     root = generated(600)
     proc = engram_process("index", str(root))
     assert proc.returncode == 0 and proc.stderr == ""
+
+
+def test_bare_engram_prints_help() -> None:
+    proc = engram_process()
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("usage: engram") and "search" in proc.stdout
+    assert proc.stderr == ""
+
+
+def test_one_note_is_said_in_the_singular(tmp_path: Path) -> None:
+    (tmp_path / "only.md").write_text("---\ndate: 2024-13-45\n---\n# Only\n", "utf-8")
+    proc = engram("index", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert ": 1 note, 0 topics (" in proc.stdout
+    assert "1 note has problems" in proc.stdout
