@@ -11,7 +11,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
-from engram_ls.core.globs import compile_glob
+from engram_ls.core.globs import compile_glob, is_glob
 from engram_ls.core.index.rows import folder_range
 from engram_ls.core.index.snapshot_cache import Memo
 from engram_ls.core.search.plan import Plan, TopicKey
@@ -168,6 +168,11 @@ def path_condition(column: str, scope: str, kind: str | None) -> tuple[str, list
     """SQL of ``plan.in_scope``: ``column`` (a notes path) in the folder or note ``scope``,
     or matching the glob (``engram_glob``: ``register_glob``)."""
     if kind == "glob":
+        folder = folder_of_glob(scope)
+        if folder == "":  # `**`: every path
+            return "1", []
+        if folder is not None:  # `FOLDER/**`: every path under FOLDER/, one range of the index
+            return f"{column} >= ? AND {column} < ?", [folder + "/", folder + "0"]
         return f"engram_glob(?, {column})", [scope]
     # One range of the paths' index (the note, and every path under the folder, sort between
     # the scope and the scope followed by '0', the character after '/'), then the exact test.
@@ -175,6 +180,21 @@ def path_condition(column: str, scope: str, kind: str | None) -> tuple[str, list
         f"{column} >= ? AND {column} < ? AND ({column} = ? OR substr({column}, ?, 1) = '/')",
         [scope, scope + "0", scope, len(scope) + 1],
     )
+
+
+def folder_of_glob(pattern: str) -> str | None:
+    """The folder whose every path a glob matches and nothing else: ``""`` for ``**``, ``a/b``
+    for ``a/b/**`` (no glob character, backslash or empty part before ``/**``); None for any
+    other glob. Such a glob is a range of the paths' index, where ``engram_glob`` would test
+    every note (100 ms at 100,000 notes)."""
+    if pattern == "**":
+        return ""
+    folder = pattern.removesuffix("/**")
+    if folder == pattern or not folder or is_glob(folder) or "\\" in folder:
+        return None
+    if any(part in ("", ".", "..") for part in folder.split("/")):
+        return None
+    return folder
 
 
 def register_glob(conn: sqlite3.Connection) -> None:
