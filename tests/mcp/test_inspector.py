@@ -21,22 +21,12 @@ import pytest
 
 from tests.conftest import DATA, EXAMPLE, ROOT, copy_tree
 from tests.editors import needs
+from tests.mcp.test_mcp import READ_TOOLS
 
 TOOLS = ROOT / ".tools"
 NODE_BIN = TOOLS / "node22" / "node_modules" / ".bin"
 INSPECTOR = TOOLS / "inspector" / "node_modules" / ".bin" / "mcp-inspector"
 HINT = "scripts/install_inspector.sh installs Node 22 and the Inspector into .tools/ (from npm)"
-READ_TOOLS = {
-    "search_notes",
-    "get_session_context",
-    "read_note",
-    "list_topics",
-    "related_notes",
-    "query_notes",
-    "list_tasks",
-    "index_status",
-    "list_vaults",
-}
 
 Inspect = Callable[..., tuple[int, dict[str, Any]]]
 

@@ -15,6 +15,20 @@ from mcp import Client, StdioServerParameters
 from engram_ls.core.service import Engram
 from engram_ls.mcp_server.server import create_server
 
+READ_TOOLS = {
+    "search_notes",
+    "get_session_context",
+    "read_note",
+    "list_topics",
+    "related_notes",
+    "query_notes",
+    "list_tasks",
+    "index_status",
+    "list_vaults",
+}
+"""The tools every engram-mcp offers; with --allow-write also ``WRITE_TOOLS``."""
+WRITE_TOOLS = {"write_note", "add_topics", "complete_task"}
+
 
 @pytest.fixture
 def tags_engram(vault_copy: Callable[[str], Path]) -> Engram:
@@ -31,17 +45,7 @@ async def call(client: Client, tool: str, args: dict[str, Any]) -> Any:
 async def test_tools_are_listed_read_only(tags_engram: Engram) -> None:
     async with Client(create_server(tags_engram)) as tags_client:
         tools = {t.name: t for t in (await tags_client.list_tools()).tools}
-        assert set(tools) == {
-            "search_notes",
-            "get_session_context",
-            "read_note",
-            "list_topics",
-            "related_notes",
-            "query_notes",
-            "list_tasks",
-            "index_status",
-            "list_vaults",
-        }
+        assert set(tools) == READ_TOOLS
         for tool in tools.values():
             assert tool.description
             assert tool.annotations is not None and tool.annotations.read_only_hint

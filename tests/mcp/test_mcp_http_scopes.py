@@ -20,6 +20,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from engram_ls.mcp_server import server as mcp_server
 from tests.conftest import DATA, EXAMPLE, copy_tree, in_process
 from tests.mcp.http_server import INITIALIZE, PROTOCOL, McpHttp, mcp_http
+from tests.mcp.test_mcp import WRITE_TOOLS
 
 READ = "engram-read-token-" + "a1" * 12
 WRITE = "engram-write-token-" + "b2" * 12
@@ -27,7 +28,6 @@ NOTES_WRITE = "engram-notes-write-" + "c3" * 12
 TAGS_READ = "engram-tags-read-" + "d4" * 12
 LEGACY = "engram-legacy-token-" + "e5" * 12
 ALL_TOKENS = (READ, WRITE, NOTES_WRITE, TAGS_READ, LEGACY)
-WRITE_TOOLS = {"write_note", "add_topics", "complete_task"}
 TOKENS_FILE = f"""\
 # scope token [vaults]
 read  {READ}
