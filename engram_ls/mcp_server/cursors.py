@@ -49,10 +49,17 @@ class Cursors:
         return base64.urlsafe_b64encode(sig + body).decode().rstrip("=")
 
     def read(
-        self, cursor: str, kind: str, vault: str, request: dict[str, Any], generation: int
+        self,
+        cursor: str,
+        kind: str,
+        vault: str,
+        request: dict[str, Any],
+        generation: int | None = None,
     ) -> Page:
         """The page ``cursor`` continues; ``ENGRAM_INVALID_REQUEST`` when it is not one this
-        server issued for this list and request, or the index changed since."""
+        server issued for this list and request, or (``generation`` given: the index's now)
+        the index changed since. Without ``generation`` the caller compares the generation
+        its answer was read at with ``Page.generation``."""
         try:
             raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
             sig, body = raw[:12], raw[12:]
@@ -73,7 +80,7 @@ class Cursors:
                 "as the call that returned it)",
                 data={"argument": "cursor"},
             )
-        if c_generation != generation:
+        if generation is not None and c_generation != generation:
             raise InvalidRequest(EXPIRED, data={"argument": "cursor"})
         return Page(offset=int(offset), generation=int(c_generation))
 

@@ -32,7 +32,7 @@ from engram_ls.core.serialize import json_value
 from engram_ls.core.service import Engram
 from engram_ls.core.tasks.request import TasksRequest
 from engram_ls.mcp_server.completion import add_completion
-from engram_ls.mcp_server.cursors import Cursors
+from engram_ls.mcp_server.cursors import EXPIRED, Cursors
 from engram_ls.mcp_server.http import add_http_arguments, http_settings, serve_http
 from engram_ls.mcp_server.prompts import add_prompts
 from engram_ls.mcp_server.resources import add_resources
@@ -200,13 +200,13 @@ def _paged(
     served: Served,
     request: dict[str, Any],
     cursor: str | None,
-) -> tuple[int, int]:
-    """(offset, generation) of the page a cursor asks for, or of the first page."""
-    generation = served.engram.status().generation
+) -> tuple[int, int | None]:
+    """(offset, the index generation the cursor was issued at) of the page a cursor asks
+    for; (the request's offset, None) for a first page."""
     if not cursor:
-        return int(request.get("offset") or 0), generation
-    page = _call(mcp.cursors.read, cursor, kind, served.name, request, generation)
-    return page.offset, generation
+        return int(request.get("offset") or 0), None
+    page = _call(mcp.cursors.read, cursor, kind, served.name, request)
+    return page.offset, page.generation
 
 
 def _next_cursor(
@@ -215,10 +215,16 @@ def _next_cursor(
     served: Served,
     request: dict[str, Any],
     next_offset: int,
-    generation: int,
+    issued: int | None,
+    generation: int | None,
     more: bool,
 ) -> str | None:
-    if not more:
+    """The cursor of the page after this one (None at the end). ``generation`` is the one
+    the answer was read at: a page read at another than the cursor's (``issued``) may
+    overlap or skip what the earlier pages showed, so it is refused as expired."""
+    if issued is not None and generation != issued:
+        raise ToolError(f"ENGRAM_INVALID_REQUEST: {EXPIRED}")
+    if not more or generation is None:
         return None
     return mcp.cursors.issue(kind, served.name, request, next_offset, generation)
 
@@ -232,13 +238,13 @@ def _add_search_tools(mcp: EngramMCP) -> None:
         is no query), plus the total, whether more pages exist and `next_cursor` (pass it as
         `cursor`, with the same other arguments, for the next page)."""
         served = _vault(mcp, vault)
-        offset, generation = _paged(mcp, "search", served, request, cursor)
+        offset, issued = _paged(mcp, "search", served, request, cursor)
         response = _call(served.engram.search, {**request, "offset": offset})
         result: dict[str, Any] = json_value(response)
         shown = len(result.get("results", ()))
         more = offset + shown < int(result.get("total") or 0) and shown > 0
         result["next_cursor"] = _next_cursor(
-            mcp, "search", served, request, offset + shown, generation, more
+            mcp, "search", served, request, offset + shown, issued, response.index.generation, more
         )
         return result
 
@@ -324,19 +330,19 @@ def _add_note_tools(mcp: EngramMCP) -> None:
         `next_cursor` when there are more (pass it as `cursor` for the next page)."""
         served = _vault(mcp, vault)
         request = {"prefix": prefix, "limit": limit}
-        offset, generation = _paged(mcp, "topics", served, request, cursor)
+        offset, issued = _paged(mcp, "topics", served, request, cursor)
         # one more than the page tells whether there are more (the core lists at most
         # TOPICS_CAP: the cursor ends there)
         want = min(offset + limit + 1, TOPICS_CAP)
         topics = json_value(_call(served.engram.topics, prefix, want))
-        page = topics[offset : offset + limit]
+        status = served.engram.status()
         more = len(topics) > offset + limit
         return {
-            "topics": page,
+            "topics": topics[offset : offset + limit],
             "next_cursor": _next_cursor(
-                mcp, "topics", served, request, offset + limit, generation, more
+                mcp, "topics", served, request, offset + limit, issued, status.generation, more
             ),
-            "index": json_value(served.engram.status()),
+            "index": json_value(status),
         }
 
     @mcp.tool(annotations=READ_ONLY)
@@ -386,7 +392,7 @@ def _add_index_tools(mcp: EngramMCP) -> None:
         rows than `max_rows`, `next_cursor` continues (pass it as `cursor`)."""
         served = _vault(mcp, vault)
         request = {"base": base, "view": view, "block": block, "max_rows": max_rows}
-        offset, generation = _paged(mcp, "query", served, request, cursor)
+        offset, issued = _paged(mcp, "query", served, request, cursor)
         path = "\n" not in base and base.strip().endswith((".base", ".md"))
         source = {"path": base.strip()} if path else {"text": base}
         out: dict[str, Any] = _call(served.engram.query, **source, view=view, block=block)
@@ -394,8 +400,9 @@ def _add_index_tools(mcp: EngramMCP) -> None:
         out["rows"] = rows[offset : offset + max_rows]
         more = len(rows) > offset + max_rows
         out["truncated"] = out["total"] > offset + len(out["rows"])
+        generation = out["index"].get("generation")
         out["next_cursor"] = _next_cursor(
-            mcp, "query", served, request, offset + max_rows, generation, more
+            mcp, "query", served, request, offset + max_rows, issued, generation, more
         )
         return out
 
@@ -465,12 +472,13 @@ def _add_task_tools(mcp: EngramMCP) -> None:
         with complete_task), status, description, dates, priority, tags, whether it is
         overdue, and its note's title. `next_cursor` continues (pass it as `cursor`)."""
         served = _vault(mcp, vault)
-        offset, generation = _paged(mcp, "tasks", served, request, cursor)
+        offset, issued = _paged(mcp, "tasks", served, request, cursor)
         result: dict[str, Any] = _call(served.engram.tasks, {**request, "offset": offset})
         shown = len(result.get("tasks", ()))
         more = shown > 0 and offset + shown < int(result.get("total") or 0)
+        generation = result["index"].get("generation")
         result["next_cursor"] = _next_cursor(
-            mcp, "tasks", served, request, offset + shown, generation, more
+            mcp, "tasks", served, request, offset + shown, issued, generation, more
         )
         return result
 
