@@ -61,6 +61,18 @@ class Tasks(BaseModel):
     (a diagnostic of that severity, code ``task-overdue``)."""
 
 
+class Editor(BaseModel):
+    """What engram-ls shows in a note besides its answers; nothing in the index depends on it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    code_lens: bool = True
+    """Code lenses: "N backlinks" on a note's title and on the headings links point to, and
+    "related" on the title when search by meaning is on."""
+    inlay_hints: bool = True
+    """Inlay hints: after a wiki link written with a file name, the title of its note."""
+
+
 class EngramConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -83,6 +95,7 @@ class EngramConfig(BaseModel):
     limits: Limits = Field(default_factory=Limits)
     semantic: Semantic = Field(default_factory=Semantic)
     tasks: Tasks = Field(default_factory=Tasks)
+    editor: Editor = Field(default_factory=Editor)
 
     @field_validator("topic_keys", "date_keys", "summary_keys")
     @classmethod

@@ -178,6 +178,57 @@ def backlinks(
     return out
 
 
+def backlink_counts(links: Sequence[Backlink], headings: Sequence[str]) -> tuple[int, list[int]]:
+    """How many of a note's backlinks there are (``backlinks`` with no heading), and how many
+    name each of ``headings`` by their anchor (the counts in the order given)."""
+    counts = [0] * len(headings)
+    for link in links:
+        wanted = checkable_anchor(link.span.anchor)
+        if wanted is None:
+            continue
+        for i, heading in enumerate(headings):
+            if heading_matches(wanted, heading):
+                counts[i] += 1
+                break
+    return len(links), counts
+
+
+@dataclass(frozen=True, slots=True)
+class LinkTitle:
+    """A wiki link written with a note's file name, and that note's title."""
+
+    span: LinkSpan
+    title: str
+    path: str
+
+
+def link_titles(
+    conn: sqlite3.Connection, vault: Vault, source: str, spans: Sequence[LinkSpan]
+) -> list[LinkTitle]:
+    """The titles of the notes that wiki links without a label (``[[2024-01-15 kickoff]]``)
+    name by file name or path, where the title says something the link does not (a title
+    equal to the link text, ignoring case, is left out); links by title or alias already
+    show it."""
+    resolver = Resolver(LinkQueries(conn))
+    out: list[LinkTitle] = []
+    for span in spans:
+        if span.kind != "wiki" or span.label:
+            continue
+        found = resolver.resolve(source, span.kind, span.target)
+        if found.how not in ("stem", "path"):
+            continue
+        notes = _inside(vault, found.notes)
+        if len(notes) != 1:
+            continue
+        title = notes[0].title.strip()
+        shown = span.target.strip().rpartition("/")[2]
+        if shown[-3:].lower() == ".md":
+            shown = shown[:-3]
+        if title and title.casefold() != shown.casefold():
+            out.append(LinkTitle(span, title, notes[0].path))
+    return out
+
+
 def _suggested_path(
     vault: Vault, source: str, span: LinkSpan, resolution: Resolution
 ) -> str | None:

@@ -41,7 +41,7 @@ from engram_ls.core.index.prop_stats import PropertyCount, ValueCount
 from engram_ls.core.index.store import Index, IndexStatus
 from engram_ls.core.index.symbol_match import TOPIC_READ_BYTES, SymbolHit, topic_line
 from engram_ls.core.librarian import add_topics_to_file
-from engram_ls.core.links import MovePlan
+from engram_ls.core.links import LinkSpan, MovePlan
 from engram_ls.core.model import LinkKind, Note
 from engram_ls.core.search import (
     IndexInfo,
@@ -599,6 +599,11 @@ class Engram:
         """Links to a note (or to one of its headings), at their exact places."""
         rel = self._note_path(path)
         return self._links(nav.backlinks, rel, heading, read_text or self.read_text, limit)
+
+    def link_titles(self, source: str, spans: Sequence[LinkSpan]) -> list[nav.LinkTitle]:
+        """The titles of the notes that ``spans`` (links of note ``source``) name by file
+        name (``nav.link_titles``)."""
+        return self._links(nav.link_titles, self.vault.rel(source), spans)
 
     def link_problems(self, source: str, text: str) -> list[nav.LinkProblem]:
         """Broken, ambiguous and anchor-less links in a note's text."""

@@ -117,6 +117,13 @@ class EngramLanguageServer(LanguageServer):
         self.on_vault_ready: list[Callable[[VaultSession], None]] = []
         """Called when a vault's first build or reconcile has finished."""
         self.on_changes_applied: list[Callable[[VaultSession, SyncReport], None]] = []
+        self.on_vault_added: list[Callable[[VaultSession], None]] = []
+        """Called for a vault made again with new settings (``reconfigure``), before its
+        reconcile starts."""
+        self.on_reconfigured: list[Callable[[], None]] = []
+        """Called once new settings are applied (whether or not a vault changed)."""
+        self.own_watch = False
+        """Whether the server watches the vaults itself (the client does not)."""
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         if isinstance(error, _Answered):
@@ -177,7 +184,10 @@ class EngramLanguageServer(LanguageServer):
 
     # -- startup ---------------------------------------------------------------------------
 
-    async def start_vaults(self) -> None:
+    async def _settings(self, pushed: Any = None) -> dict[str, Any]:
+        """The ``engram`` settings: ``initializationOptions``, with the client's ``engram``
+        configuration section on top (asked with ``workspace/configuration`` when the client
+        answers it, else the section of the settings it pushed)."""
         settings = dict(self.settings)
         if self.supports("workspace", "configuration"):
             try:
@@ -189,15 +199,42 @@ class EngramLanguageServer(LanguageServer):
                     settings.update(result[0])
             except Exception as exc:  # a client that fails the request: keep going
                 log.warning("workspace/configuration failed: %s", exc)
+        elif isinstance(pushed, dict) and isinstance(pushed.get(CONFIG_SECTION), dict):
+            settings.update(pushed[CONFIG_SECTION])
+        return settings
+
+    async def start_vaults(self) -> None:
+        settings = await self._settings()
         for vault in self.vaults.setup(self.roots, settings):
-            for warning in vault.warnings:
-                self.message(f"Engram ({vault.root.name}): {warning}")
-            vault.on_applied = self._applied
-            vault.build = asyncio.ensure_future(self._build(vault))
+            self._start(vault)
         # Run before any build gets past opening its index (the callbacks that start the
         # server's own watchers do not wait for anything), so ``_build`` sees the watcher.
         for started in self.on_started:
             await started()
+
+    def _start(self, vault: VaultSession) -> None:
+        for warning in vault.warnings:
+            self.message(f"Engram ({vault.root.name}): {warning}")
+        vault.on_applied = self._applied
+        vault.build = asyncio.ensure_future(self._build(vault))
+
+    async def reconfigure(self, pushed: Any = None) -> None:
+        """``workspace/didChangeConfiguration``: read the ``engram`` settings again and apply
+        them; a vault whose configuration changed is made again with it and reconciled (every
+        note re-parsed when what parsing depends on changed), with no restart."""
+        await self.ready()
+        settings = await self._settings(pushed)
+        for old, new in self.vaults.reconfigure(settings):
+            log.info("new settings for %s: reopening its index", new.root)
+            if old.watcher is not None:
+                old.watcher.stop()
+                if old.watcher in self.watchers:
+                    self.watchers.remove(old.watcher)
+            for added in self.on_vault_added:
+                added(new)
+            self._start(new)
+        for callback in self.on_reconfigured:
+            callback()
 
     def _applied(self, vault: VaultSession, report: SyncReport) -> None:
         for callback in self.on_changes_applied:
@@ -345,6 +382,12 @@ def create_server(contributors: Contributors | None = None) -> EngramLanguageSer
     async def initialized(ls: EngramLanguageServer, params: types.InitializedParams) -> None:
         ls._setup = asyncio.ensure_future(ls.start_vaults())
         await ls._setup
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    async def did_change_configuration(
+        ls: EngramLanguageServer, params: types.DidChangeConfigurationParams
+    ) -> None:
+        await ls.reconfigure(params.settings)
 
     @server.feature(types.SHUTDOWN)
     async def shutdown(ls: EngramLanguageServer, params: None) -> None:

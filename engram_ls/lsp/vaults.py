@@ -165,6 +165,7 @@ class VaultSessions:
     def __init__(self, run: Runner) -> None:
         self._run = run
         self._by_root: dict[Path, VaultSession] = {}
+        self._roots: list[Path] = []
 
     def __iter__(self) -> Any:
         return iter(list(self._by_root.values()))
@@ -178,23 +179,49 @@ class VaultSessions:
         """Create a vault per root (existing folders only); nested roots are excluded from
         the vaults that contain them."""
         roots = sorted({r.resolve() for r in roots if r.is_dir()})
+        self._roots = sorted({*self._roots, *roots})
         created = []
         for root in roots:
             if root in self._by_root:
                 continue
-            nested = [
-                r.relative_to(root).as_posix() + "/**"
-                for r in roots
-                if r != root and r.is_relative_to(root)
-            ]
-            config, warnings = load_config(root, settings)
-            if nested:
-                config = config.model_copy(update={"exclude": (*config.exclude, *nested)})
-            engram = Engram(root, config=config)
-            vault = VaultSession(root, engram, self._run, warnings)
+            config, warnings = self._config(root, settings)
+            vault = VaultSession(root, Engram(root, config=config), self._run, warnings)
             self._by_root[root] = vault
             created.append(vault)
         return created
+
+    def _config(
+        self, root: Path, settings: dict[str, Any] | None
+    ) -> tuple[EngramConfig, list[str]]:
+        """A vault's configuration: its file, ``settings`` on top, the vaults nested in it
+        excluded."""
+        config, warnings = load_config(root, settings)
+        nested = [
+            r.relative_to(root).as_posix() + "/**"
+            for r in self._roots
+            if r != root and r.is_relative_to(root)
+        ]
+        if nested:
+            config = config.model_copy(update={"exclude": (*config.exclude, *nested)})
+        return config, warnings
+
+    def reconfigure(
+        self, settings: dict[str, Any] | None
+    ) -> list[tuple[VaultSession, VaultSession]]:
+        """Apply new settings: each vault whose configuration they change is stopped and made
+        again with it (a new ``Engram``; its index is reconciled by the caller, and re-parsed
+        when what parsing depends on changed). The (old, new) pairs; unchanged vaults stay."""
+        replaced = []
+        for root, old in list(self._by_root.items()):
+            config, warnings = self._config(root, settings)
+            if config == old.config:
+                continue
+            old.stop()
+            new = VaultSession(root, Engram(root, config=config), self._run, warnings)
+            new.on_applied = old.on_applied
+            self._by_root[root] = new
+            replaced.append((old, new))
+        return replaced
 
     def for_path(
         self, path: Path, resolved: dict[Path, Path] | None = None

@@ -135,6 +135,18 @@ def make_client() -> LanguageClient:
     """pytest-lsp's test client, keeping custom results as plain dicts (like the server)."""
     client = LanguageClient(converter_factory=converter_factory)
     register_lsp_features(client)
+    refreshed: list[str] = []
+    client.refreshed = refreshed  # type: ignore[attr-defined]
+
+    # What VS Code does on these (its preset says it can): ask again for what is visible.
+    @client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
+    def code_lens_refresh(params: None) -> None:
+        refreshed.append("codeLens")
+
+    @client.feature(types.WORKSPACE_INLAY_HINT_REFRESH)
+    def inlay_hint_refresh(params: None) -> None:
+        refreshed.append("inlayHint")
+
     return client
 
 

@@ -27,6 +27,7 @@ from engram_ls.lsp.document import is_base_uri, open_document
 from engram_ls.lsp.features import (
     bases,
     files,
+    lenses,
     librarian,
     links,
     problems,
@@ -122,6 +123,16 @@ def _register_documents(server: EngramLanguageServer, contributors: Contributors
         base=contributors.base_completion,
     )
     on_document(types.TEXT_DOCUMENT_DEFINITION, links.definition)
+    on_document(
+        types.TEXT_DOCUMENT_CODE_LENS,
+        lenses.code_lens,
+        types.CodeLensOptions(resolve_provider=False),
+    )
+    on_document(
+        types.TEXT_DOCUMENT_INLAY_HINT,
+        lenses.inlay_hints,
+        types.InlayHintOptions(resolve_provider=False),
+    )
     on_document(types.TEXT_DOCUMENT_REFERENCES, links.references)
 
     kind = librarian.KIND
@@ -206,3 +217,8 @@ def _register_single(server: EngramLanguageServer) -> None:
         await files.start_watching(server)
 
     server.on_started.append(start_watching)
+    server.on_vault_added.append(partial(files.watch_vault, server))
+    # Backlink counts and link titles follow the index; new settings may switch them.
+    server.on_changes_applied.append(lambda _vault, _report: lenses.refresh(server))
+    server.on_vault_ready.append(lambda _vault: lenses.refresh(server))
+    server.on_reconfigured.append(partial(lenses.refresh, server))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -112,17 +112,23 @@ async def start_watching(ls: EngramLanguageServer) -> None:
 
 def _watch_ourselves(ls: EngramLanguageServer) -> None:
     """The core watcher per vault; its batches join the vault's ordered queue on the loop."""
-    loop = asyncio.get_running_loop()
-
-    def forward(vault: VaultSession) -> Callable[[list[Change]], object]:
-        # The watcher has debounced its batch already: apply it without a second wait.
-        return lambda changes: loop.call_soon_threadsafe(partial(vault.submit, changes, debounce=0))
-
+    ls.own_watch = True
     for vault in ls.vaults:
-        watcher = VaultWatcher(vault.engram, on_changes=forward(vault))
-        watcher.start()
-        vault.watcher = watcher
-        ls.watchers.append(watcher)
+        watch_vault(ls, vault)
+
+
+def watch_vault(ls: EngramLanguageServer, vault: VaultSession) -> None:
+    """Start the server's own watcher of ``vault`` when the server watches (not the client):
+    for each vault at the start, and for a vault made again with new settings."""
+    if not ls.own_watch:
+        return
+    loop = asyncio.get_running_loop()
+    # The watcher has debounced its batch already: apply it without a second wait.
+    forward = partial(loop.call_soon_threadsafe, partial(vault.submit, debounce=0))
+    watcher = VaultWatcher(vault.engram, on_changes=lambda changes: forward(changes))
+    watcher.start()
+    vault.watcher = watcher
+    ls.watchers.append(watcher)
 
 
 async def _register_watchers(ls: EngramLanguageServer) -> None:
