@@ -12,7 +12,15 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from tests.conftest import DATA
-from tests.lsp.conftest import PRESETS, Shared, lsp_session, paths, search, shared_server, wait_ready
+from tests.lsp.conftest import (
+    PRESETS,
+    Shared,
+    lsp_session,
+    paths,
+    search,
+    shared_server,
+    wait_ready,
+)
 from tests.lsp.test_lsp_completion import open_doc
 from tests.lsp.test_lsp_links import doc_id, units
 
@@ -163,9 +171,7 @@ async def test_settings_change_without_a_restart(tmp_path: Path, preset: str) ->
         client.set_configuration(
             {"editor": {"code_lens": False}, "exclude": ["projects/**"]}, section="engram"
         )
-        client.workspace_did_change_configuration(
-            types.DidChangeConfigurationParams(settings=None)
-        )
+        client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
 
         async def applied() -> bool:
             status = await wait_ready(client)
@@ -181,9 +187,7 @@ async def test_settings_change_without_a_restart(tmp_path: Path, preset: str) ->
 
         # And back: nothing is lost, the folder is indexed again.
         client.set_configuration({}, section="engram")
-        client.workspace_did_change_configuration(
-            types.DidChangeConfigurationParams(settings=None)
-        )
+        client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
 
         async def back() -> bool:
             await wait_ready(client)

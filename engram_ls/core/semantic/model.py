@@ -21,8 +21,11 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import importlib.metadata
 import importlib.util
 import os
+import shlex
+import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -42,7 +45,27 @@ DEFAULT_MODEL = "wordllama"
 _WORDLLAMA_WEIGHTS = ("weights", "l2_supercat_256.safetensors")
 _WORDLLAMA_TOKENIZER = ("tokenizers", "l2_supercat_tokenizer_config.json")
 _NEEDS = ("numpy", "tokenizers", "safetensors")
-INSTALL = "pip install 'engram-ls[semantic]'"
+
+
+@functools.cache
+def install_command() -> str:
+    """How to add the ``semantic`` extra to the Python that runs Engram: its requirements as
+    the installed package's metadata lists them (Engram is installed from a checkout or a
+    wheel, not from the package index, so ``pip install 'engram-ls[semantic]'`` cannot work)."""
+    try:
+        listed = importlib.metadata.requires("engram-ls") or []
+    except importlib.metadata.PackageNotFoundError:  # run from a tree that is not installed
+        listed = []
+    wanted = []
+    for line in listed:
+        spec, _, marker = line.partition(";")
+        if "extra" in marker and "semantic" in marker:
+            wanted.append(shlex.quote(spec.strip().replace(" ", "")))
+    if not wanted:
+        return "pip install '.[semantic]' (in Engram's source folder)"
+    return f"{shlex.quote(sys.executable)} -m pip install {' '.join(wanted)}"
+
+
 MAX_TOKENS = 4096
 """Tokens of one text that count (a chunk is far shorter; this bounds a hostile one)."""
 
@@ -67,7 +90,8 @@ def unavailable_error(detail: str | None = None) -> UnsupportedMode:
         + ", ".join(missing_packages() or ["the model"])
         + ")"
     )
-    return UnsupportedMode(f"{why}; install it with: {INSTALL}", data={"install": INSTALL})
+    install = install_command()
+    return UnsupportedMode(f"{why}; install it with: {install}", data={"install": install})
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +107,8 @@ def model_files(spec: str | None, vault_root: Path | None = None) -> ModelFiles:
     if spec in (None, "", DEFAULT_MODEL):
         found = importlib.util.find_spec("wordllama")
         if found is None or not found.submodule_search_locations:
-            raise ModelError(f"the default model comes with the semantic extra: {INSTALL}")
+            install = install_command()
+            raise ModelError(f"the default model comes with the semantic extra: {install}")
         root = Path(next(iter(found.submodule_search_locations)))
         return ModelFiles(
             name=DEFAULT_MODEL + "/l2_supercat_256",
@@ -260,10 +285,10 @@ def load_model(spec: str | None, vault_root: Path | None = None) -> StaticModel:
 
 __all__ = [
     "DEFAULT_MODEL",
-    "INSTALL",
     "ModelError",
     "StaticModel",
     "files_key",
+    "install_command",
     "load_model",
     "missing_packages",
     "model_files",
