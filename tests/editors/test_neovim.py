@@ -299,6 +299,21 @@ def test_related_notes_fill_the_quickfix_list(e2e: dict[str, Any]) -> None:
     assert hunt["text"].startswith("Hunting the watcher memory leak [")
 
 
+def test_the_backlinks_lens_runs_into_the_quickfix_list(e2e: dict[str, Any]) -> None:
+    """reference/profiling.md: its title's lens counts the links to it (from
+    memory-leak-hunt and indexer-rewrite), and running it with vim.lsp.codelens.run() fills the
+    quickfix list with them (the plugin runs engram.showReferences itself)."""
+    found = step(e2e, "lens")
+    backlinks = [lens for lens in found["lenses"] if lens["command"] == "engram.showReferences"]
+    assert backlinks, found
+    title = backlinks[0]
+    files = found["quickfix"]["files"]
+    assert title["title"] == f"{len(files)} backlinks", found
+    assert files == ["indexer-rewrite.md", "memory-leak-hunt.md"], found
+    assert title["line"] == 1, found  # the frontmatter's title: line
+    assert found["quickfix"]["title"].startswith(f"Engram: {len(files)} backlinks to "), found
+
+
 def test_related_without_server_support_is_an_error_message(e2e: dict[str, Any]) -> None:
     """A server that does not answer engram/related: `:Engram related` says so at ERROR and
     leaves the quickfix list alone."""

@@ -334,6 +334,63 @@ if not only_attach then
     end,
   }
   steps[#steps + 1] = {
+    'lens',
+    function(r)
+      vim.cmd.edit(vim.fn.fnameescape(vault .. '/reference/profiling.md'))
+      local buf = vim.api.nvim_get_current_buf()
+      wait_attached(buf)
+      vim.lsp.codelens.refresh({ bufnr = buf })
+      local lenses = {}
+      vim.wait(20000, function()
+        lenses = vim.lsp.codelens.get(buf)
+        return #lenses > 0
+      end, 50)
+      r.lenses = {}
+      for _, lens in ipairs(lenses) do
+        r.lenses[#r.lenses + 1] = {
+          line = lens.range.start.line,
+          title = lens.command and lens.command.title or vim.NIL,
+          command = lens.command and lens.command.command or vim.NIL,
+        }
+      end
+      -- Run the backlinks lens as a user would: the cursor on its line, codelens.run (a
+      -- second lens on the line, "related", makes it ask which: the backlinks one).
+      local backlinks
+      for _, lens in ipairs(lenses) do
+        if lens.command and lens.command.command == 'engram.showReferences' then
+          backlinks = backlinks or lens
+        end
+      end
+      if backlinks then
+        vim.api.nvim_win_set_cursor(0, { backlinks.range.start.line + 1, 0 })
+        local select = vim.ui.select
+        vim.ui.select = function(items, opts, on_choice)
+          for i, item in ipairs(items) do
+            local cmd = item.lens and item.lens.command or item.command or item
+            if type(cmd) == 'table' and cmd.command == 'engram.showReferences' then
+              return on_choice(item, i)
+            end
+          end
+          return on_choice(items[1], 1)
+        end
+        vim.fn.setqflist({}, 'r', { title = '', items = {} })
+        vim.lsp.codelens.run()
+        vim.wait(10000, function()
+          return vim.fn.getqflist({ title = 1 }).title ~= ''
+        end, 20)
+        vim.ui.select = select
+        local qf = vim.fn.getqflist({ title = 1, items = 1 })
+        r.quickfix = { title = qf.title, files = {} }
+        for _, item in ipairs(qf.items) do
+          r.quickfix.files[#r.quickfix.files + 1] = vim.fn.fnamemodify(vim.api.nvim_buf_get_name(item.bufnr), ':t')
+        end
+        table.sort(r.quickfix.files)
+      end
+      vim.cmd('cclose')
+      vim.cmd.edit(vim.fn.fnameescape(vault .. '/reference/profiling.md'))
+    end,
+  }
+  steps[#steps + 1] = {
     'related',
     function(r)
       vim.cmd.edit(vim.fn.fnameescape(vault .. '/reference/profiling.md'))

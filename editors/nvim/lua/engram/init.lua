@@ -179,6 +179,26 @@ function M.related(opts)
   end)
 end
 
+--- The commands of engram-ls's code lenses, run here (they are not server commands): the
+--- backlinks lens (`engram.showReferences`, arguments `{uri, position, locations}`) fills the
+--- quickfix list with the links; the related lens (`engram.relatedNotes`) is |:Engram-related|.
+--- Run a lens with `vim.lsp.codelens.run()` (see |engram-lenses|).
+M.LENS_COMMANDS = {
+  ['engram.showReferences'] = function(command, ctx)
+    local client = vim.lsp.get_client_by_id(ctx.client_id)
+    local args = command.arguments or {}
+    local locations = args[3] or {}
+    local encoding = client and client.offset_encoding or 'utf-16'
+    local items = vim.lsp.util.locations_to_items(locations, encoding)
+    local path = vim.uri_to_fname(args[1] or vim.uri_from_bufnr(0))
+    local title = ('Engram: %s to %s'):format(command.title, vim.fn.fnamemodify(path, ':.'))
+    to_quickfix(title, { backlinks = path }, items, 'no links to ' .. path)
+  end,
+  ['engram.relatedNotes'] = function()
+    M.related()
+  end,
+}
+
 --- The tasks of the vault (|:Engram-tasks|) with the task filter syntax (|engram-tasks-filters|):
 --- open tasks, soonest due first, unless the filters say otherwise.
 --- @param input string?

@@ -42,6 +42,8 @@ function M.client_config()
       end
     end,
     workspace_required = true,
+    -- The code lenses' commands run in Neovim (engram.showReferences, engram.relatedNotes).
+    commands = require('engram').LENS_COMMANDS,
   }
   if opts.init_options ~= nil and next(opts.init_options) ~= nil then
     cfg.init_options = opts.init_options
