@@ -110,7 +110,7 @@ def test_vault_from_env_and_cwd(vault_copy: Callable[[str], Path]) -> None:
         pytest.param(["x" * 5000], "ENGRAM_LIMIT", id="long-query"),
         pytest.param([], "ENGRAM_INVALID_REQUEST", id="nothing"),
         pytest.param(["-e"], "unrecognized arguments", id="flag-like"),
-        pytest.param(["x", "--limit", "abc"], "--limit abc is not a whole number", id="not-a-number"),
+        pytest.param(["x", "--limit", "abc"], "--limit abc is not a whole", id="not-a-number"),
     ],
 )
 def test_bad_input_exits_2_with_clear_message(

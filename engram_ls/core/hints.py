@@ -27,11 +27,16 @@ CLOSE_RATIO = 0.6
 
 def closest_topics(engram: Engram, name: str, limit: int = 3) -> list[str]:
     """The known topics (each in its most common spelling) spelled most like ``name``, any
-    case, closest first: at most ``limit``, none when none is close (``CLOSE_RATIO``)."""
+    case, closest first: at most ``limit``, none when none is close (``CLOSE_RATIO``), and
+    no topic nested under one already offered."""
     key = require_text(name).strip().casefold()
     names = {t.name.casefold(): t.name for t in engram.topics("", TOPICS_COMPARED)}
-    close = difflib.get_close_matches(key, list(names), n=limit, cutoff=CLOSE_RATIO)
-    return [names[k] for k in close]
+    close = difflib.get_close_matches(key, list(names), n=3 * limit, cutoff=CLOSE_RATIO)
+    chosen: list[str] = []
+    for k in close:  # engineering, not engineering/frontend too
+        if len(chosen) < limit and not any(k.startswith(c + "/") for c in chosen):
+            chosen.append(k)
+    return [names[k] for k in chosen]
 
 
 def knows_topic(engram: Engram, name: str) -> bool:

@@ -41,10 +41,11 @@ CLEAN_CHARS = 20_000
 _FENCE = re.compile(r"^(```|~~~)")
 _TABLE_RULE = re.compile(r"^\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?$")
 _RULE = re.compile(r"^([-*_])(\s*\1){2,}$")
-_IMAGE = re.compile(r"!\[\[[^\]\n]*\]\]|!\[([^\]\n]*)\]\([^)\n]*\)")
+_TARGET = r"\((?:[^()\n]|\([^()\n]*\))*\)"  # a link's (target), one level of (parens) inside
+_IMAGE = re.compile(r"!\[\[[^\]\n]*\]\]|!\[([^\]\n]*)\]" + _TARGET)
 _TAG = re.compile(r"<!--.*?-->|</?[A-Za-z][\w-]*(?:\s[^<>\n]*)?/?>")
 _WIKI = re.compile(r"\[\[([^\]|\n]*)(?:\|([^\]\n]*))?\]\]")
-_LINK = re.compile(r"\[([^\]\n]*)\]\([^)\n]*\)")
+_LINK = re.compile(r"\[([^\]\n]*)\]" + _TARGET)
 _HEADING = re.compile(r"^#{1,6}\s+")
 _URL = re.compile(r"<?\b[a-z][a-z0-9+.-]*://[^\s>]*>?", re.IGNORECASE)
 _RAW_OPERATORS = frozenset({"and", "or", "not", "near"})
@@ -76,7 +77,7 @@ def line_kind(line: str) -> int:
     text = line.strip()
     if not text or _FENCE.match(text) or _TABLE_RULE.match(text) or _RULE.match(text):
         return MARKUP
-    words = readable(text)
+    words = readable(_IMAGE.sub(" ", text))  # an image's alt text is not a line of prose
     count = sum(1 for _ in zip(range(PROSE_WORDS), fts._TOKEN.finditer(words), strict=False))
     if count == 0:
         return MARKUP
