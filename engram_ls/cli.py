@@ -14,16 +14,23 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from pydantic import BaseModel
-
 from engram_ls import __version__
+from engram_ls.cli_options import (
+    add_request_options,
+    flags,
+    in_flag_words,
+    request_from,
+    whole_number,
+)
 from engram_ls.cli_query import add_query_command
+from engram_ls.cli_render import COLOR_CHOICES, render_hits, snippet_width, use_color
 from engram_ls.cli_tasks import add_tasks_commands
 from engram_ls.core.config import CONFIG_DIR
 from engram_ls.core.errors import EngramError, IndexUnavailable
+from engram_ls.core.hints import why_empty
 from engram_ls.core.index.store import IndexStatus
 from engram_ls.core.librarian import Librarian, LibrarianReport
-from engram_ls.core.search import RequestField, SearchResponse, request_fields
+from engram_ls.core.search import SearchRequest, SearchResponse, request_fields
 from engram_ls.core.search.request import SEMANTIC_MODES
 from engram_ls.core.semantic.engine import EmbedReport
 from engram_ls.core.serialize import json_value
@@ -126,7 +133,7 @@ def _tag_values(argv: Sequence[str]) -> list[str]:
     """Let ``--tag -topic`` mean "exclude topic" (argparse would read ``-topic`` as a flag);
     the same for every repeatable option of the search request."""
     repeatable = {
-        flag: _flags(f)[0] for f in request_fields("cli") if f.kind is list for flag in _flags(f)
+        flag: flags(f)[0] for f in request_fields("cli") if f.kind is list for flag in flags(f)
     }
     out: list[str] = []
     i = 0
@@ -201,6 +208,8 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
+    fields = request_fields("cli")
+    request = request_from(SearchRequest, {f.name: getattr(args, f.name) for f in fields})
     engram = _open(args, read_only=args.no_sync, scans=not args.require_index)
     try:
         if not args.no_sync:
@@ -211,26 +220,26 @@ def cmd_search(args: argparse.Namespace) -> int:
                 _err(f"warning: {exc.message}{scanning}")
         if not args.no_sync and args.mode in SEMANTIC_MODES:
             _embed(engram)  # nothing runs in the background here: embed what is pending now
-        fields = request_fields("cli")
-        values = {f.name: getattr(args, f.name) for f in fields}
-        response = engram.search({k: v for k, v in values.items() if v is not None})
+        try:
+            response = engram.search(request)
+        except EngramError as exc:
+            raise in_flag_words(exc) from None
+        hints = why_empty(engram, request) if not response.total and not args.json else []
     finally:
         engram.close()
     if args.json:
         _print_json(json_value(response))
-    else:
-        _print_results(response)
+        return EXIT_OK
+    color = use_color(args.color, sys.stdout)
+    sys.stdout.write(render_hits(response, request, color=color, width=snippet_width()))
+    sys.stdout.write(_summary(response) + "\n")
+    for hint in hints:
+        _err(hint)
     return EXIT_OK
 
 
-def _print_results(response: SearchResponse) -> None:
-    out = sys.stdout
-    for hit in response.results:
-        date = hit.created_at or "undated"
-        topics = f"  [{', '.join(hit.topics)}]" if hit.topics else ""
-        out.write(f"{hit.path}:{hit.line}  {hit.title}  ({date}){topics}\n")
-        if hit.snippet:
-            out.write(f"    {hit.snippet}\n")
+def _summary(response: SearchResponse) -> str:
+    """The last line of a search: how many hits, which path served them, the time taken."""
     shown = len(response.results)
     more = " (more: use --offset)" if response.truncated else ""
     pending = (
@@ -238,9 +247,9 @@ def _print_results(response: SearchResponse) -> None:
         if response.index.semantic == "pending"
         else ""
     )
-    out.write(
+    return (
         f"{shown} of {response.total} notes{more}; served by {response.index.served_by}"
-        f" (index {response.index.state}), {response.elapsed_ms:.1f} ms{pending}\n"
+        f" (index {response.index.state}), {response.elapsed_ms:.1f} ms{pending}"
     )
 
 
@@ -451,36 +460,6 @@ def _print_librarian(report: LibrarianReport) -> None:
 # -- parser ----------------------------------------------------------------------------------
 
 
-def _add_request_options(p: argparse.ArgumentParser, model: type[BaseModel] | None = None) -> None:
-    """A request's fields as options (and QUERY), from the core model (the search request's,
-    or ``model``'s): the names, defaults, choices and help text are the model's
-    (``core/search/request.py``)."""
-    for f in request_fields("cli", model):
-        offer = f.offer
-        options: dict[str, Any] = {"help": f.help.replace("%", "%%"), "default": f.default}
-        if f.kind is bool:
-            options["action"] = "store_true"
-        else:
-            options["metavar"] = offer.metavar or f.name.upper()
-            if f.kind is list:
-                options.update(action="append", default=None)
-            elif f.kind is int:
-                options["type"] = int
-            if f.choices:
-                options["choices"] = list(f.choices)
-                del options["metavar"]
-        if offer.flag == "":
-            p.add_argument(f.name, nargs="?", **options)
-            continue
-        p.add_argument(*_flags(f), dest=f.name, **options)
-
-
-def _flags(f: RequestField) -> list[str]:
-    """The options of a request field: ``--`` and its name with dashes, or its own."""
-    long = f.offer.flag or "--" + f.name.replace("_", "-")
-    return [long, f.offer.short] if f.offer.short else [long]
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="engram",
@@ -550,12 +529,19 @@ def _search_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "a substring (literal) or a regular expression (regex). With no QUERY, lists the notes "
         "that match the filters, newest first. A QUERY that starts with - goes after --.",
     )
-    _add_request_options(p)
+    add_request_options(p)
     _vault(p, option=True)
     p.add_argument(
         "--no-sync",
         action="store_true",
         help="search the index as it is (never created or written; without one, scan)",
+    )
+    p.add_argument(
+        "--color",
+        choices=COLOR_CHOICES,
+        default="auto",
+        help="highlight the matches: auto (on a terminal, unless NO_COLOR is set), always or "
+        "never (default auto; --json never has colour)",
     )
     _common(p, cmd_search)
 
@@ -582,7 +568,11 @@ def _topics_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     _vault(p)
     p.add_argument("--prefix", metavar="TEXT", help="only topics starting with TEXT")
     p.add_argument(
-        "--limit", type=int, default=100, metavar="N", help="at most N topics (default 100)"
+        "--limit",
+        type=whole_number,
+        default=100,
+        metavar="N",
+        help="at most N topics (default 100)",
     )
     p.add_argument(
         "--no-sync",

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from engram_ls.cli_options import whole_number
 from engram_ls.core.bases.table import markdown_table, write_csv
 from engram_ls.core.vault import find_vault_root
 
@@ -55,7 +56,9 @@ def add_query_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     p.add_argument("file", metavar="FILE", help="a .base file, a note with ```base blocks, or -")
     p.add_argument("--view", metavar="NAME", help="the view to run (default: the first)")
-    p.add_argument("--block", type=int, metavar="N", help="the Nth ```base block of a note")
+    p.add_argument(
+        "--block", type=whole_number, metavar="N", help="the Nth ```base block of a note"
+    )
     p.add_argument("--vault", metavar="VAULT", help="vault folder")
     form = p.add_mutually_exclusive_group()
     form.add_argument("--json", action="store_true", help="print JSON (stable, documented)")

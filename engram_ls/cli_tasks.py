@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from engram_ls.core.errors import InvalidRequest
+from engram_ls.cli_options import in_flag_words, request_from
+from engram_ls.core.errors import EngramError, InvalidRequest
 from engram_ls.core.tasks.request import TasksRequest
 from engram_ls.core.vault import find_vault_root
 
@@ -23,18 +24,18 @@ def cmd_tasks(args: argparse.Namespace) -> int:
     from engram_ls.cli import EXIT_OK, _open, _print_json, _sync
     from engram_ls.core.search import request_fields
 
+    values = {f.name: getattr(args, f.name) for f in request_fields("cli", TasksRequest)}
+    if args.open or args.done:
+        values["status"] = "open" if args.open else "done"
+    request = request_from(TasksRequest, values)
     engram = _open(args, read_only=args.no_sync)
     try:
         if not args.no_sync:
             _sync(engram)
-        request = {
-            f.name: getattr(args, f.name)
-            for f in request_fields("cli", TasksRequest)
-            if getattr(args, f.name) is not None
-        }
-        if args.open or args.done:
-            request["status"] = "open" if args.open else "done"
-        result = engram.tasks(request)
+        try:
+            result = engram.tasks(request)
+        except EngramError as exc:
+            raise in_flag_words(exc, TasksRequest) from None
     finally:
         engram.close()
     if args.json:
@@ -109,7 +110,8 @@ def cmd_task(args: argparse.Namespace) -> int:
 
 
 def add_tasks_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from engram_ls.cli import _add_request_options, _common
+    from engram_ls.cli import _common
+    from engram_ls.cli_options import add_request_options
 
     p = sub.add_parser(
         "tasks",
@@ -119,7 +121,7 @@ def add_tasks_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         "before today. Days are YYYY-MM-DD, today, tomorrow, yesterday or +N/-N days or weeks "
         "(+7d, -2w).",
     )
-    _add_request_options(p, TasksRequest)
+    add_request_options(p, TasksRequest)
     which = p.add_mutually_exclusive_group()
     which.add_argument("--open", action="store_true", help="the open tasks (--status open)")
     which.add_argument("--done", action="store_true", help="the done tasks (--status done)")

@@ -104,13 +104,13 @@ def test_vault_from_env_and_cwd(vault_copy: Callable[[str], Path]) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        pytest.param(["--from", "2024-02-30"], "valid calendar date", id="bad-date"),
+        pytest.param(["--from", "2024-02-30"], "--from 2024-02-30 is not a date", id="bad-date"),
         pytest.param(["x", "--path", "../.."], "ENGRAM_OUTSIDE_VAULT", id="traversal"),
         pytest.param(["(", "--mode", "regex"], "regular expression", id="bad-regex"),
         pytest.param(["x" * 5000], "ENGRAM_LIMIT", id="long-query"),
         pytest.param([], "ENGRAM_INVALID_REQUEST", id="nothing"),
         pytest.param(["-e"], "unrecognized arguments", id="flag-like"),
-        pytest.param(["x", "--limit", "abc"], "invalid int", id="not-a-number"),
+        pytest.param(["x", "--limit", "abc"], "--limit abc is not a whole", id="not-a-number"),
     ],
 )
 def test_bad_input_exits_2_with_clear_message(

@@ -9,8 +9,14 @@ from typing import Any, Literal, Protocol, TypeVar
 
 from engram_ls.core.config import EngramConfig
 from engram_ls.core.git import SourceRevision
-from engram_ls.core.index import fts
 from engram_ls.core.search.plan import Plan
+from engram_ls.core.search.snippet import (
+    Matcher,
+    best_matching_line,
+    clean_markup,
+    cut_around,
+    first_prose_line,
+)
 from engram_ls.core.serialize import OMIT_EMPTY, rounded
 from engram_ls.core.vault import Vault
 
@@ -54,41 +60,36 @@ class SearchResponse:
 
 
 def make_snippet(text: str, limit: int, plan: Plan | None = None) -> str:
-    """One line of context, at most ``limit`` characters, centred on the first match."""
+    """One line of context, at most ``limit`` characters, cut around the first match: its
+    markup taken away, except for a literal or regex search, whose match may be the markup
+    (``snippet.clean_markup``)."""
     line = " ".join(text.split())
-    if len(line) <= limit:
-        return line
-    start = 0
+    if plan is None or plan.mode not in ("literal", "regex"):
+        line = clean_markup(line)
+    at = None
     if plan is not None and plan.query:
-        needle = _first_needle(plan)
-        if needle:
-            pos = line.casefold().find(needle.casefold())
-            if pos > limit // 3:
-                start = pos - limit // 3
-    cut = line[start : start + limit - 2]
-    return ("…" if start else "") + cut + "…"
+        first = matcher(plan).spans(line, first=True)
+        at = first[0][0] if first else None
+    return cut_around(line, limit, at)[0]
 
 
-def _first_needle(plan: Plan) -> str:
-    if plan.mode == "literal":
-        return plan.query
-    if plan.terms:
-        return plan.terms[0].tokens[0]
-    return ""
+def matcher(plan: Plan) -> Matcher:
+    """Where the plan's query matches in a text (``snippet.Matcher``)."""
+    return Matcher(plan.mode, plan.query, plan.case_sensitive, tuple(plan.terms))
 
 
 def snippet_line(body: str, body_line: int, summary: str | None, plan: Plan) -> tuple[int, str]:
-    """(file line, text) to show for a note: the first body line matching the text query,
-    else the summary (line 1), else the first line of prose."""
-    found = fts.find_matching_line(plan.terms, body)
+    """(file line, text) to show for a note: the first body line matching the text query
+    that is prose (else a heading, else any: ``snippet.best_matching_line``), else the summary
+    (line 1), else the first line of prose outside code blocks."""
+    found = best_matching_line(plan.terms, body)
     if found is not None:
         return body_line + found[0], found[1]
     if summary:
         return 1, summary
-    for i, text in enumerate(body.split("\n")):
-        stripped = text.strip()
-        if stripped and not stripped.startswith("#"):
-            return body_line + i, stripped
+    prose = first_prose_line(body)
+    if prose is not None:
+        return body_line + prose[0], prose[1]
     return 1, ""
 
 
