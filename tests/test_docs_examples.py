@@ -181,3 +181,29 @@ async def test_the_lsp_search_exchange_is_what_engram_ls_answers(indexed: Path) 
     answer = {"jsonrpc": "2.0", "id": ask["id"], "result": result}
     printed = normalize(json.dumps(answer, ensure_ascii=False, sort_keys=True), indexed)
     assert printed == normalize(json.dumps(shown, ensure_ascii=False, sort_keys=True))
+
+
+async def test_the_lsp_related_example_is_what_engram_ls_answers(indexed: Path) -> None:
+    from tests.lsp.conftest import lsp_session, request, wait_ready
+
+    shown = next(b for b in _json_blocks("lsp.md") if "results" in b and "reasons" in str(b))
+    note = indexed / "reference" / "profiling.md"  # the note the page names
+    async with lsp_session([indexed], "neovim") as client:
+        await wait_ready(client)
+        await wait_embedded(client)
+        result = await request(client, "engram/related", {"uri": note.as_uri(), "limit": 3})
+    printed = normalize(json.dumps(result, ensure_ascii=False, sort_keys=True), indexed)
+    assert printed == normalize(json.dumps(shown, ensure_ascii=False, sort_keys=True))
+
+
+async def wait_embedded(client: Any) -> None:
+    import asyncio
+
+    from tests.lsp.conftest import request
+
+    for _ in range(600):
+        status = await request(client, "engram/status", {})
+        semantic = status["vaults"][0]["semantic"]
+        if semantic["state"] in ("ready", "unavailable", "failed", "off"):
+            return
+        await asyncio.sleep(0.05)
