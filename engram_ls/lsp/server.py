@@ -36,6 +36,7 @@ from engram_ls import __version__
 from engram_ls.core.memory import one_heap
 from engram_ls.core.net import is_loopback
 from engram_ls.core.sync import SyncReport
+from engram_ls.core.vault import find_vault_root
 from engram_ls.core.watch import VaultWatcher
 from engram_ls.lsp import convert, stdio
 from engram_ls.lsp.vaults import VaultSession, VaultSessions
@@ -110,10 +111,16 @@ class EngramLanguageServer(LanguageServer):
         self.settings: dict[str, Any] = {}
         self._setup: asyncio.Future[None] | None = None
         self.roots: list[Path] = []
+        self.vault_settings: dict[str, Any] = {}
+        """The settings the vaults were opened with (``initializationOptions`` and the
+        ``engram`` configuration section), for a vault opened later."""
         self.watchers: list[VaultWatcher] = []
         """The server's own vault watchers (when the client cannot watch), stopped at shutdown."""
         self.on_started: list[Callable[[], Awaitable[None]]] = []
         """Run once the vaults exist (their builds may still be going on)."""
+        self.on_vault_added: list[Callable[[VaultSession], None]] = []
+        """Called for a vault opened after the start (the vault above a note opened outside
+        every vault), before its build gets past opening its index."""
         self.on_vault_ready: list[Callable[[VaultSession], None]] = []
         """Called when a vault's first build or reconcile has finished."""
         self.on_changes_applied: list[Callable[[VaultSession, SyncReport], None]] = []
@@ -189,15 +196,38 @@ class EngramLanguageServer(LanguageServer):
                     settings.update(result[0])
             except Exception as exc:  # a client that fails the request: keep going
                 log.warning("workspace/configuration failed: %s", exc)
-        for vault in self.vaults.setup(self.roots, settings):
-            for warning in vault.warnings:
-                self.message(f"Engram ({vault.root.name}): {warning}")
-            vault.on_applied = self._applied
-            vault.build = asyncio.ensure_future(self._build(vault))
+        self.vault_settings = settings
+        self._start(self.vaults.setup(self.roots, settings))
         # Run before any build gets past opening its index (the callbacks that start the
         # server's own watchers do not wait for anything), so ``_build`` sees the watcher.
         for started in self.on_started:
             await started()
+
+    def _start(self, vaults: Sequence[VaultSession]) -> None:
+        for vault in vaults:
+            for warning in vault.warnings:
+                self.message(f"Engram ({vault.root.name}): {warning}")
+            vault.on_applied = self._applied
+            vault.build = asyncio.ensure_future(self._build(vault))
+
+    async def open_vault_of(self, uri: str) -> None:
+        """For a note opened outside every vault (a client that sent no root, a note of
+        another vault): open the vault above it, the nearest folder holding ``.engram/`` or
+        ``.obsidian/``, as a workspace folder's is. Without one nothing is opened: a note's own
+        folder is never made a vault."""
+        await self.ready()
+        path = convert.uri_to_path(uri)
+        if path is None or self.vaults.for_path(path) is not None:
+            return
+        root = find_vault_root(path.parent)
+        if root is None:
+            return
+        created = self.vaults.setup([root], self.vault_settings, client_folders=False)
+        self._start(created)
+        for vault in created:
+            log.info("opened the vault %s of %s", vault.root, uri)
+            for added in self.on_vault_added:
+                added(vault)
 
     def _applied(self, vault: VaultSession, report: SyncReport) -> None:
         for callback in self.on_changes_applied:
