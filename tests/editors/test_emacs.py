@@ -122,7 +122,8 @@ def run_e2e(emacs: str, base: Path, vault: Path, note: str, mode: str) -> dict[s
         failed = results.get("failed_step") or results.get("current")
         pytest.fail(
             f"Emacs e2e ({mode}) did not finish: failed step {failed!r}: {results.get('error')}\n"
-            f"steps done: {list(results['steps'])}\nemacs: {ended}"
+            f"steps done: {list(results['steps'])}\nemacs: {ended}\n"
+            f"eglot's events:\n{results.get('events', '(none)')}"
         )
     return results
 

@@ -34,6 +34,8 @@
       create-lockfiles nil
       auto-save-default nil
       eglot-autoreconnect nil
+      ;; M-? asks for the identifier, offering the one at point (eglot's is always the
+      ;; position at point); batch Emacs cannot answer a prompt: take the default.
       xref-prompt-for-identifier nil)
 
 (defun e2e-save ()
