@@ -17,6 +17,7 @@ else
     echo "test.sh: scripts/install_vscode.sh failed (above); the VS Code tests that need it will be skipped"
 fi
 ./scripts/install_inspector.sh # Node 22 and the MCP Inspector CLI into .tools/ (fatal only under CI)
+./scripts/install_emacs.sh # emacs-nox, elpa-eglot, elpa-markdown-mode from Debian (fatal only under CI)
 echo "== ruff"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .

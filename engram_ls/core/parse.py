@@ -45,7 +45,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from engram_ls.core.config import EngramConfig
-from engram_ls.core.fmscan import key_lines
+from engram_ls.core.fmscan import comment_start
 from engram_ls.core.frontmatter import Frontmatter, parse_frontmatter, split_frontmatter
 from engram_ls.core.inline import TAG_RE, is_tag_text, parse_iso_day
 from engram_ls.core.model import Heading, Link, LinkKind, Note, Problem, Task
@@ -288,20 +288,20 @@ def _title(fields: _Fields, headings: Sequence[Heading], stem: str) -> str:
     return stem
 
 
-def title_line(note: Note, text: str) -> int:
-    """The 0-based line of ``text`` (the note ``note`` was parsed from) where its title is
-    written: the frontmatter ``title:`` line when the title comes from there, the level-1
-    heading it comes from, else the first line of the body (the title is the file name)."""
-    block = split_frontmatter(text)
+def title_line(text: str, headings: Callable[[], Iterable[tuple[int, int]]]) -> int:
+    """The 0-based line of a note's text where its title is written: the frontmatter's
+    ``title:`` line when that has a value, else its first level-1 heading, else 0 (the title is
+    the file name). ``text`` may be the note's start only (what holds its frontmatter);
+    ``headings()`` gives the (1-based line, level) of its headings, asked only when needed (from
+    a parsed note, or from the index)."""
+    text = text.removeprefix("\ufeff")
+    block = split_frontmatter(text) if text.startswith("---") else None
     if block is not None and block.closed:
-        lines = block.yaml_text.split("\n")
-        for index, key in key_lines(lines, "title"):
-            if lines[index][key.end :].strip(" \t\r"):  # ``title:`` with a value on its line
-                return block.open_line + index  # the first YAML line follows the fence
-    for heading in note.headings:
-        if heading.level == 1 and heading.text == note.title:
-            return heading.line - 1
-    return max(note.body_line - 1, 0)
+        front = Frontmatter(block)
+        line, raw = front.key_line("title"), front.raw_value("title")
+        if line is not None and raw and raw[: comment_start(raw)].strip().strip("'\""):
+            return line - 1
+    return next((line - 1 for line, level in headings() if level == 1), 0)
 
 
 def _summary(fields: _Fields, keys: Sequence[str]) -> str | None:

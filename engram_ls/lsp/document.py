@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 from urllib.parse import unquote
@@ -24,6 +24,7 @@ from pygls.workspace import TextDocument
 
 from engram_ls.core.health import SERVABLE_STATES
 from engram_ls.core.links import LinkSpan
+from engram_ls.core.navigation import Backlink
 from engram_ls.core.parse import in_fence
 from engram_ls.lsp import convert
 
@@ -238,6 +239,24 @@ def span_range(units: Units, text: str, span: LinkSpan, *, whole: bool) -> types
     """The range of a link (``whole``) or of its target in ``text``."""
     start, end = (span.start, span.end) if whole else (span.target_start, span.target_end)
     return line_range(units, span.line, line_of(text, span.line), start, end)
+
+
+def link_locations(
+    vault: VaultSession, links: Sequence[Backlink], read: Callable[[str], str | None], units: Units
+) -> list[types.Location]:
+    """Where each link is (the whole link), each source note's text read once by ``read``."""
+    texts: dict[str, str] = {}
+    out = []
+    for link in links:
+        text = texts.get(link.source)
+        if text is None:
+            text = texts[link.source] = read(link.source) or ""
+        out.append(
+            types.Location(
+                uri=uri_of(vault, link.source), range=span_range(units, text, link.span, whole=True)
+            )
+        )
+    return out
 
 
 def location(vault: VaultSession, path: str, line: int | None) -> types.Location:

@@ -36,6 +36,7 @@ from engram_ls import __version__
 from engram_ls.core.memory import one_heap
 from engram_ls.core.net import is_loopback
 from engram_ls.core.sync import SyncReport
+from engram_ls.core.vault import find_vault_root
 from engram_ls.core.watch import VaultWatcher
 from engram_ls.lsp import convert, stdio
 from engram_ls.lsp.vaults import VaultSession, VaultSessions
@@ -110,16 +111,20 @@ class EngramLanguageServer(LanguageServer):
         self.settings: dict[str, Any] = {}
         self._setup: asyncio.Future[None] | None = None
         self.roots: list[Path] = []
+        self.vault_settings: dict[str, Any] = {}
+        """The settings the vaults were opened with (``initializationOptions`` and the
+        ``engram`` configuration section), for a vault opened later."""
         self.watchers: list[VaultWatcher] = []
         """The server's own vault watchers (when the client cannot watch), stopped at shutdown."""
         self.on_started: list[Callable[[], Awaitable[None]]] = []
         """Run once the vaults exist (their builds may still be going on)."""
+        self.on_vault_added: list[Callable[[VaultSession], None]] = []
+        """Called for a vault opened after the start (the vault above a note opened outside
+        every vault, a vault made again with new settings), before its build gets past opening
+        its index."""
         self.on_vault_ready: list[Callable[[VaultSession], None]] = []
         """Called when a vault's first build or reconcile has finished."""
         self.on_changes_applied: list[Callable[[VaultSession, SyncReport], None]] = []
-        self.on_vault_added: list[Callable[[VaultSession], None]] = []
-        """Called for a vault made again with new settings (``reconfigure``), before its
-        reconcile starts."""
         self.on_reconfigured: list[Callable[[], None]] = []
         """Called once new settings are applied (whether or not a vault changed)."""
         self.own_watch = False
@@ -204,26 +209,26 @@ class EngramLanguageServer(LanguageServer):
         return settings
 
     async def start_vaults(self) -> None:
-        settings = await self._settings()
-        for vault in self.vaults.setup(self.roots, settings):
-            self._start(vault)
+        settings = self.vault_settings = await self._settings()
+        self._start(self.vaults.setup(self.roots, settings))
         # Run before any build gets past opening its index (the callbacks that start the
         # server's own watchers do not wait for anything), so ``_build`` sees the watcher.
         for started in self.on_started:
             await started()
 
-    def _start(self, vault: VaultSession) -> None:
-        for warning in vault.warnings:
-            self.message(f"Engram ({vault.root.name}): {warning}")
-        vault.on_applied = self._applied
-        vault.build = asyncio.ensure_future(self._build(vault))
+    def _start(self, vaults: Sequence[VaultSession]) -> None:
+        for vault in vaults:
+            for warning in vault.warnings:
+                self.message(f"Engram ({vault.root.name}): {warning}")
+            vault.on_applied = self._applied
+            vault.build = asyncio.ensure_future(self._build(vault))
 
     async def reconfigure(self, pushed: Any = None) -> None:
         """``workspace/didChangeConfiguration``: read the ``engram`` settings again and apply
         them; a vault whose configuration changed is made again with it and reconciled (every
         note re-parsed when what parsing depends on changed), with no restart."""
         await self.ready()
-        settings = await self._settings(pushed)
+        settings = self.vault_settings = await self._settings(pushed)
         for old, new in self.vaults.reconfigure(settings):
             log.info("new settings for %s: reopening its index", new.root)
             if old.watcher is not None:
@@ -232,9 +237,28 @@ class EngramLanguageServer(LanguageServer):
                     self.watchers.remove(old.watcher)
             for added in self.on_vault_added:
                 added(new)
-            self._start(new)
+            self._start([new])
         for callback in self.on_reconfigured:
             callback()
+
+    async def open_vault_of(self, uri: str) -> None:
+        """For a note opened outside every vault (a client that sent no root, a note of
+        another vault): open the vault above it, the nearest folder holding ``.engram/`` or
+        ``.obsidian/``, as a workspace folder's is. Without one nothing is opened: a note's own
+        folder is never made a vault."""
+        await self.ready()
+        path = convert.uri_to_path(uri)
+        if path is None or self.vaults.for_path(path) is not None:
+            return
+        root = find_vault_root(path.parent)
+        if root is None:
+            return
+        created = self.vaults.setup([root], self.vault_settings, client_folders=False)
+        self._start(created)
+        for vault in created:
+            log.info("opened the vault %s of %s", vault.root, uri)
+            for added in self.on_vault_added:
+                added(vault)
 
     def _applied(self, vault: VaultSession, report: SyncReport) -> None:
         for callback in self.on_changes_applied:

@@ -21,6 +21,7 @@ from engram_ls.core.errors import EngramError
 from engram_ls.core.semantic.worker import EmbeddingWorker
 from engram_ls.core.service import Engram
 from engram_ls.core.sync import Change, SyncReport
+from engram_ls.core.vault import find_vault_root
 from engram_ls.core.watch import VaultWatcher
 
 log = logging.getLogger(__name__)
@@ -34,11 +35,22 @@ BATCH_NOW = 100
 one watcher batch) is worth applying at once; waiting would only add its latency."""
 
 
+def vault_root(folder: Path) -> Path:
+    """The vault a client's root or workspace folder means: the nearest folder at or above it
+    holding ``.engram/`` or ``.obsidian/`` (a folder inside a larger vault is that vault),
+    else the folder itself."""
+    found = find_vault_root(folder)
+    return found if found is not None else folder.resolve()
+
+
 class VaultSession:
-    """One workspace folder and its index, with an ordered, debounced change queue."""
+    """One vault and its index, with an ordered, debounced change queue."""
 
     def __init__(self, root: Path, engram: Engram, run: Runner, warnings: list[str]) -> None:
         self.root = root
+        self.client_folder = True
+        """Whether the client sent this vault's root as its root or a workspace folder (then
+        its file watching, when it watches, covers the vault)."""
         self.engram = engram
         self.warnings = warnings
         self._run = run
@@ -174,18 +186,25 @@ class VaultSessions:
         return len(self._by_root)
 
     def setup(
-        self, roots: Sequence[Path], settings: dict[str, Any] | None = None
+        self,
+        folders: Sequence[Path],
+        settings: dict[str, Any] | None = None,
+        *,
+        client_folders: bool = True,
     ) -> list[VaultSession]:
-        """Create a vault per root (existing folders only); nested roots are excluded from
-        the vaults that contain them."""
-        roots = sorted({r.resolve() for r in roots if r.is_dir()})
-        self._roots = sorted({*self._roots, *roots})
+        """Create the vault each folder means (``vault_root``; existing folders only) unless
+        it exists; vaults nested in another are excluded from it. ``client_folders``: the
+        folders are the client's root or workspace folders (not a vault found above a note)."""
+        given = {f.resolve() for f in folders if f.is_dir()}
+        roots = sorted({vault_root(f) for f in given})
+        self._roots = sorted({*self._roots, *roots, *self._by_root})
         created = []
         for root in roots:
             if root in self._by_root:
                 continue
             config, warnings = self._config(root, settings)
             vault = VaultSession(root, Engram(root, config=config), self._run, warnings)
+            vault.client_folder = client_folders and root in given
             self._by_root[root] = vault
             created.append(vault)
         return created
@@ -219,6 +238,7 @@ class VaultSessions:
             old.stop()
             new = VaultSession(root, Engram(root, config=config), self._run, warnings)
             new.on_applied = old.on_applied
+            new.client_folder = old.client_folder
             self._by_root[root] = new
             replaced.append((old, new))
         return replaced

@@ -64,7 +64,8 @@ async def test_workspace_symbols(example: Shared) -> None:
     # a note, by its title
     found = await symbols(client, "SQLite field notes")
     assert [(s.name, s.kind) for s in found] == [("SQLite field notes", types.SymbolKind.File)]
-    assert where(found[0]) == ((root / "reference" / "sqlite.md").as_uri(), 0)
+    # on its `title:` line: a client that shows the line (eglot's *xref*) shows the title
+    assert where(found[0]) == ((root / "reference" / "sqlite.md").as_uri(), 1)
     assert found[0].container_name == "reference"
 
     # a heading, on its line, inside its note
@@ -137,6 +138,36 @@ async def test_multi_root_results_are_merged(
     # notes are told apart by their vault's folder
     notes = [s for s in found if s.kind == types.SymbolKind.File]
     assert notes and all((s.container_name or "").split("/")[0] in ("a", "b") for s in notes)
+
+
+async def test_a_note_symbol_is_on_the_line_its_title_comes_from(
+    client: LanguageClient, tmp_path: Path
+) -> None:
+    root = tmp_path / "titles"
+    root.mkdir()
+    notes = {
+        # the title from frontmatter, not the first line (`---`) nor the heading
+        "front.md": "---\ntags: [t]\ntitle: Zebra front  # a comment\n---\n\n# Other\n",
+        # from the first `# ` heading (an empty `title:` gives none)
+        "heading.md": "---\ntitle:\ndate: 2024-01-01\n---\n\n## Zebra intro\n\n# Zebra heading\n",
+        # no frontmatter: the heading
+        "plain.md": "Some text first.\n\n# Zebra plain\n",
+        # from the file name: the top of the note
+        "Zebra stem.md": "---\ntags: [t]\n---\n\nNo heading.\n",
+    }
+    for name, text in notes.items():
+        (root / name).write_text(text, "utf-8")
+    await start(client, [root], "neovim")
+    await wait_ready(client)
+    found = {
+        s.name: where(s) for s in await symbols(client, "zebra") if s.kind == types.SymbolKind.File
+    }
+    assert found == {
+        "Zebra front": ((root / "front.md").as_uri(), 2),
+        "Zebra heading": ((root / "heading.md").as_uri(), 7),
+        "Zebra plain": ((root / "plain.md").as_uri(), 2),
+        "Zebra stem": ((root / "Zebra stem.md").as_uri(), 0),
+    }
 
 
 @pytest.mark.asyncio(loop_scope="module")

@@ -167,8 +167,9 @@ def _register_diagnostics(
     checks = publish.Diagnostics(server, contributors, base_contributors)
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
-    def did_open(ls: EngramLanguageServer, params: types.DidOpenTextDocumentParams) -> None:
+    async def did_open(ls: EngramLanguageServer, params: types.DidOpenTextDocumentParams) -> None:
         checks.schedule(params.text_document.uri, 0, disk=True)
+        await ls.open_vault_of(params.text_document.uri)  # outside every vault: the one above
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: EngramLanguageServer, params: types.DidChangeTextDocumentParams) -> None:
@@ -217,7 +218,7 @@ def _register_single(server: EngramLanguageServer) -> None:
         await files.start_watching(server)
 
     server.on_started.append(start_watching)
-    server.on_vault_added.append(partial(files.watch_vault, server))
+    server.on_vault_added.append(partial(files.watch_added, server))
     # Backlink counts and link titles follow the index; new settings may switch them.
     server.on_changes_applied.append(lambda _vault, _report: lenses.refresh(server))
     server.on_vault_ready.append(lambda _vault: lenses.refresh(server))

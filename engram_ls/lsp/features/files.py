@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -44,8 +44,10 @@ async def _submit(
     items: Iterable[tuple[str, str, str | None]],
     *,
     debounce: float | None = None,
+    watched: bool = False,
 ) -> None:
-    """Route (kind, uri, new_uri) events to their vaults' queues."""
+    """Route (kind, uri, new_uri) events to their vaults' queues; ``watched``: events of the
+    client's watcher, left out for the vaults the server watches itself (it saw them too)."""
     await ls.ready()
     resolved: dict[Path, Path] = {}  # each folder is resolved once per notification
     for kind, uri, new_uri in items:
@@ -64,7 +66,7 @@ async def _submit(
             if target is not None:
                 target[0].submit([Change("created", target[1])])
             continue
-        if found is None:
+        if found is None or (watched and found[0].watcher is not None):
             continue
         vault, rel = found
         if not rel:
@@ -99,36 +101,45 @@ async def did_change_watched(
         types.FileChangeType.Changed: "changed",
         types.FileChangeType.Deleted: "deleted",
     }
-    await _submit(ls, [(kinds[c.type], c.uri, None) for c in params.changes])
+    await _submit(ls, [(kinds[c.type], c.uri, None) for c in params.changes], watched=True)
 
 
 async def start_watching(ls: EngramLanguageServer) -> None:
-    """Once the vaults exist: file watching by the client, else by the server."""
+    """Once the vaults exist: file watching by the client, else by the server. A vault the
+    client did not send as a folder (one above its folder) is watched by the server: the
+    client watches its folders only."""
     if ls.supports("workspace", "did_change_watched_files", "dynamic_registration"):
+        _watch_ourselves(ls, [v for v in ls.vaults if not v.client_folder])
         await _register_watchers(ls)
     else:
-        _watch_ourselves(ls)
+        ls.own_watch = True
+        _watch_ourselves(ls, list(ls.vaults))
 
 
-def _watch_ourselves(ls: EngramLanguageServer) -> None:
-    """The core watcher per vault; its batches join the vault's ordered queue on the loop."""
-    ls.own_watch = True
-    for vault in ls.vaults:
-        watch_vault(ls, vault)
-
-
-def watch_vault(ls: EngramLanguageServer, vault: VaultSession) -> None:
-    """Start the server's own watcher of ``vault`` when the server watches (not the client):
-    for each vault at the start, and for a vault made again with new settings."""
-    if not ls.own_watch:
+def watch_added(ls: EngramLanguageServer, vault: VaultSession) -> None:
+    """A vault opened after the start: the one above a note opened outside every vault (the
+    server watches it: a client watches its own folders only), or one made again with new
+    settings (watched as before: by the server unless it is a folder the client watches)."""
+    if vault.client_folder and not ls.own_watch:
         return
+    _watch_ourselves(ls, [vault])
+
+
+def _watch_ourselves(ls: EngramLanguageServer, vaults: Iterable[VaultSession]) -> None:
+    """The core watcher per vault; its batches join the vault's ordered queue on the loop."""
     loop = asyncio.get_running_loop()
-    # The watcher has debounced its batch already: apply it without a second wait.
-    forward = partial(loop.call_soon_threadsafe, partial(vault.submit, debounce=0))
-    watcher = VaultWatcher(vault.engram, on_changes=lambda changes: forward(changes))
-    watcher.start()
-    vault.watcher = watcher
-    ls.watchers.append(watcher)
+
+    def forward(vault: VaultSession) -> Callable[[list[Change]], object]:
+        # The watcher has debounced its batch already: apply it without a second wait.
+        return lambda changes: loop.call_soon_threadsafe(partial(vault.submit, changes, debounce=0))
+
+    for vault in vaults:
+        if vault.watcher is not None:
+            continue
+        watcher = VaultWatcher(vault.engram, on_changes=forward(vault))
+        watcher.start()
+        vault.watcher = watcher
+        ls.watchers.append(watcher)
 
 
 async def _register_watchers(ls: EngramLanguageServer) -> None:
@@ -155,4 +166,5 @@ async def _register_watchers(ls: EngramLanguageServer) -> None:
         )
     except Exception as exc:
         log.warning("the client refused file watching (%s); watching the vaults ourselves", exc)
-        _watch_ourselves(ls)
+        ls.own_watch = True
+        _watch_ourselves(ls, list(ls.vaults))

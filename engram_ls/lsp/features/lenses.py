@@ -18,7 +18,7 @@ asked to refresh them (when it can be) after the index changed and after a setti
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
@@ -29,17 +29,14 @@ from engram_ls.core.parse import parse_note, title_line
 from engram_ls.lsp import convert
 from engram_ls.lsp.document import (
     Document,
-    Units,
     buffers,
     line_of,
-    span_range,
+    link_locations,
     units_of,
-    uri_of,
 )
 
 if TYPE_CHECKING:
     from engram_ls.lsp.server import EngramLanguageServer
-    from engram_ls.lsp.vaults import VaultSession
 
 log = logging.getLogger(__name__)
 
@@ -53,24 +50,6 @@ MAX_BACKLINKS = 1000
 
 def _count(n: int, more: bool) -> str:
     return f"{n}{'+' if more else ''} backlink{'' if n == 1 and not more else 's'}"
-
-
-def _locations(
-    vault: VaultSession, links: list[Backlink], read: Any, units: Units
-) -> list[types.Location]:
-    texts: dict[str, str] = {}
-    out = []
-    for link in links:
-        text = texts.get(link.source)
-        if text is None:
-            text = texts[link.source] = read(link.source) or ""
-        out.append(
-            types.Location(
-                uri=uri_of(vault, link.source),
-                range=span_range(units, text, link.span, whole=True),
-            )
-        )
-    return out
 
 
 def _lens(
@@ -109,8 +88,8 @@ async def code_lens(
     more = total >= MAX_BACKLINKS
     units = units_of(ls)
     uri = params.text_document.uri
-    locations = await ls.run(_locations, vault, links, read, units)
-    title = title_line(note, source)
+    locations = await ls.run(link_locations, vault, links, read, units)
+    title = title_line(source, lambda: [(h.line, h.level) for h in note.headings])
     out = [_lens(uri, title, _count(total, more), locations)]
     if vault.engram.semantic.available:
         out.append(_lens(uri, title, "related", None))

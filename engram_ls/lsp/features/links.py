@@ -53,6 +53,7 @@ from engram_ls.lsp.document import (
     client_range,
     index_ready,
     line_range,
+    link_locations,
     locate,
     location,
     span_range,
@@ -309,19 +310,7 @@ async def references(
         return None
     except EngramError as exc:
         raise convert.to_jsonrpc_error(exc) from None
-    units = units_of(ls)
-    out: list[types.Location] = []
-    texts: dict[str, str] = {}
-    for link in links:
-        text = texts.get(link.source)
-        if text is None:
-            text = texts[link.source] = read(link.source) or ""
-        out.append(
-            types.Location(
-                uri=uri_of(vault, link.source), range=span_range(units, text, link.span, whole=True)
-            )
-        )
-    return out
+    return link_locations(vault, links, read, units_of(ls))
 
 
 def render_hover(target: Target, span: LinkSpan, markdown: bool) -> str:
