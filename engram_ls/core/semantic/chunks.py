@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from engram_ls.core.model import Note
 from engram_ls.core.search.hits import make_snippet
+from engram_ls.core.search.snippet import HEADING, MARKUP, TITLE, line_kind
 
 TARGET_CHARS = 800
 MAX_CHARS = 1600
@@ -89,6 +90,13 @@ def _pieces(first: int, lines: list[str]) -> list[tuple[int, str]]:
     return out
 
 
+def _shown(text: str) -> str:
+    """What a chunk's snippet shows: its lines but headings and markup (the title and the
+    section's heading say where the chunk is, not what it says), else the text as it is."""
+    kept = [line for line in text.split("\n") if line_kind(line) not in (TITLE, HEADING, MARKUP)]
+    return "\n".join(kept) or text
+
+
 def chunk_note(note: Note) -> list[Chunk]:
     """The chunks of a note, in file order; a note without text gives one chunk, its title
     (and summary)."""
@@ -117,7 +125,7 @@ def chunk_note(note: Note) -> list[Chunk]:
             Chunk(
                 line=line,
                 text="\n".join([*lead, text]).strip(),
-                snippet=make_snippet(text, SNIPPET_CHARS),
+                snippet=make_snippet(_shown(text), SNIPPET_CHARS),
             )
         )
     return chunks
