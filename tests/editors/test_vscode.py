@@ -256,7 +256,7 @@ def test_bundled_server_runs_on_each_python(vsix: Path, minor: str, tmp_path: Pa
         timeout=60,
     )
     assert where.returncode == 0, where.stderr
-    for line in where.stdout.split():
+    for line in where.stdout.splitlines():
         assert Path(line).is_relative_to(BUNDLE), where.stdout
     vault = copy_tree(EXAMPLE, tmp_path / "vault")
     (found,) = probe.ask(
