@@ -88,7 +88,7 @@ class PathFilter:
 
     def file_matches(self, rel_path: str) -> bool:
         """Include/exclude globs only (the walk has already pruned excluded folders), of a
-        path that is text: a name whose bytes are not UTF-8 (``\udcff`` once decoded) is no
+        path that is text: a name whose bytes are not UTF-8 (``\\udcff`` once decoded) is no
         note, since the index, its answers and every protocol carry paths as UTF-8 text."""
         if not rel_path.isascii() and not _utf8(rel_path):
             return False

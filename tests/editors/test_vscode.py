@@ -1,5 +1,7 @@
-"""The VS Code extension (editors/vscode): its node unit tests, the ``.vsix`` build, and an
-end-to-end run in a real VS Code (code-server driven by headless Chromium, e2e/run.mjs).
+"""The VS Code extension (editors/vscode): its node unit tests, the platform ``.vsix`` build
+(Engram inside, scripts/package_vscode.sh), the bundled server on each Python it is built for,
+and an end-to-end run in a real VS Code (code-server driven by headless Chromium, e2e/run.mjs)
+from a clean profile, with no engram-ls on PATH and a python3 that cannot import Engram.
 
 Needs what ``scripts/install_vscode.sh`` installs (npm dependencies, Chromium, code-server);
 without a piece, the tests that need it are skipped and say what is missing, or fail under
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import re
 import shutil
 import signal
@@ -31,7 +34,8 @@ ROOT = Path(__file__).resolve().parents[2]
 EXT = ROOT / "editors" / "vscode"
 CODE_SERVER = EXT / ".e2e" / "code-server" / "node_modules" / ".bin" / "code-server"
 ARTIFACTS = EXT / "e2e" / "artifacts"
-VSIX = EXT / "dist" / "engram.vsix"
+BUNDLE = EXT / "bundled" / "libs"
+BUNDLED_PYTHONS = ("3.11", "3.12", "3.13", "3.14")
 INSTALL_HINT = "scripts/install_vscode.sh installs it (Debian packages need root and apt-get)"
 
 
@@ -52,6 +56,59 @@ def _engram_ls() -> str:
     if found is None:
         pytest.fail("engram-ls is not installed: run scripts/install.sh", pytrace=False)
     return found
+
+
+def _target() -> str:
+    """This machine as a VS Code platform target (scripts/package_vscode.sh's default)."""
+    system = {"Linux": "linux", "Darwin": "darwin", "Windows": "win32"}[platform.system()]
+    arch = {"x86_64": "x64", "AMD64": "x64", "aarch64": "arm64", "arm64": "arm64"}[
+        platform.machine()
+    ]
+    return f"{system}-{arch}"
+
+
+def _python(minor: str) -> str | None:
+    """A CPython ``minor`` (``3.12``): ``python3.12`` on PATH, else one of pyenv's."""
+    candidates = [shutil.which(f"python{minor}")]
+    pyenv = shutil.which("pyenv")
+    if pyenv:
+        root = subprocess.run([pyenv, "root"], capture_output=True, text=True).stdout.strip()
+        if root:
+            candidates += sorted(
+                str(p) for p in Path(root).glob(f"versions/{minor}.*/bin/python{minor}")
+            )
+    for found in candidates:
+        if found is None:
+            continue
+        done = subprocess.run(
+            [found, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode == 0 and done.stdout.strip() == minor:
+            return found
+    return None
+
+
+def _bundled_server(python: str) -> list[str]:
+    """The command the extension runs for the bundled server with this Python."""
+    minor = "".join(
+        subprocess.run(
+            [python, "-c", "import sys; print(*sys.version_info[:2], sep='')"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+    )
+    return [
+        "env",
+        f"PYTHONPATH={BUNDLE / f'cp{minor}'}{os.pathsep}{BUNDLE / 'common'}",
+        f"PATH={BUNDLE / 'common' / 'bin'}{os.pathsep}/usr/bin:/bin",
+        python,
+        "-P",
+        "-m",
+        "engram_ls.lsp",
+    ]
 
 
 def _run(cmd: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
@@ -83,11 +140,14 @@ def _run(cmd: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def vsix() -> Path:
+    """The .vsix for this machine, with Engram inside (`npm run package`)."""
     _require_node()
-    done = _run(["npm", "run", "package"], timeout=180)
+    target = EXT / "dist" / f"engram-{_target()}.vsix"
+    target.unlink(missing_ok=True)
+    done = _run(["npm", "run", "package"], timeout=420)
     assert done.returncode == 0, f"npm run package failed:\n{done.stdout[-4000:]}"
-    assert VSIX.exists(), f"npm run package did not write {VSIX}"
-    return VSIX
+    assert target.exists(), f"npm run package did not write {target}:\n{done.stdout[-2000:]}"
+    return target
 
 
 def test_node_unit_tests() -> None:
@@ -104,6 +164,24 @@ def test_vsix_contents(vsix: Path) -> None:
         manifest = json.loads(archive.read("extension/package.json"))
     assert "extension/dist/extension.js" in names
     assert not any("node_modules" in name for name in names), "dependencies are bundled"
+    # Engram inside: its own folder for each Python's binary wheels, the rest shared, and rg.
+    with zipfile.ZipFile(vsix) as archive:
+        bundle = json.loads(archive.read("extension/bundled/libs/bundle.json"))
+        vsix_manifest = archive.read("extension.vsixmanifest").decode()
+        rg = archive.getinfo("extension/bundled/libs/common/bin/rg")
+    assert bundle["target"] == _target()
+    assert bundle["pythons"] == list(BUNDLED_PYTHONS)
+    assert f'TargetPlatform="{_target()}"' in vsix_manifest
+    for minor in BUNDLED_PYTHONS:
+        own = f"extension/bundled/libs/cp{minor.replace('.', '')}/"
+        assert any(n.startswith(f"{own}pydantic_core/_pydantic_core.cpython-") for n in names)
+    common = "extension/bundled/libs/common/"
+    for package in ("engram_ls/lsp/__main__.py", "pygls/__init__.py", "watchfiles/__init__.py"):
+        assert f"{common}{package}" in names, package
+    assert not any(n.startswith(common) and "/pydantic_core/" in n for n in names)
+    assert (rg.external_attr >> 16) & 0o111, "rg lost its executable bit in the .vsix"
+    assert [n for n in names if n.startswith(f"{common}bin/")] == [f"{common}bin/rg"]
+    assert not any("__pycache__" in n for n in names)
     commands = {c["command"]: c["title"] for c in manifest["contributes"]["commands"]}
     assert commands == {
         "engram.searchNotes": "Search Notes",
@@ -157,6 +235,36 @@ def chromium() -> str:
     return found
 
 
+@pytest.mark.parametrize("minor", BUNDLED_PYTHONS)
+def test_bundled_server_runs_on_each_python(vsix: Path, minor: str, tmp_path: Path) -> None:
+    """The bundle the .vsix carries (built once for every Python) serves a vault on each
+    Python it names: its imports come from the bundle, its regex search from the bundled rg."""
+    python = _python(minor)
+    if python is None:
+        pytest.skip(f"no Python {minor} here (python{minor} on PATH, or pyenv's)")
+    cmd = _bundled_server(python)
+    where = subprocess.run(
+        [
+            *cmd[:-2],
+            "-c",
+            "import engram_ls, pydantic_core; print(engram_ls.__file__); "
+            "print(pydantic_core.__file__)",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert where.returncode == 0, where.stderr
+    for line in where.stdout.splitlines():
+        assert Path(line).is_relative_to(BUNDLE), where.stdout
+    vault = copy_tree(EXAMPLE, tmp_path / "vault")
+    (found,) = probe.ask(
+        cmd, vault, [("engram/search", {"query": "colou?r", "mode": "regex", "limit": 5})]
+    )
+    assert [hit["title"] for hit in found["result"]["results"]] == ["Editor setup"], found
+
+
 @pytest.fixture(scope="module")
 def e2e(chromium: str, vsix: Path) -> dict[str, Any]:
     """One run of e2e/run.mjs; its result.json (every check passed, or the test fails here)."""
@@ -191,13 +299,14 @@ def e2e(chromium: str, vsix: Path) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def server_says(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """What this engram-ls answers to a semantic search and to engram/related, asked directly
-    (the editor must show the same)."""
+def server_says(tmp_path_factory: pytest.TempPathFactory, e2e: dict[str, Any]) -> dict[str, Any]:
+    """What the bundled server, run by the Python the extension found in the end-to-end test,
+    answers to a semantic search and to engram/related, asked directly (the editor must show
+    the same)."""
     vault = copy_tree(EXAMPLE, tmp_path_factory.mktemp("probe") / "vault")
     note = (vault / "reference" / "profiling.md").resolve().as_uri()
     semantic, related = probe.ask(
-        [_engram_ls()],
+        _bundled_server(e2e["checks"]["bundled"]["argv"][0]),
         vault,
         [
             ("engram/search", {"query": "memory leak", "mode": "semantic", "limit": 50}),
@@ -221,6 +330,51 @@ def test_end_to_end_in_code_server(e2e: dict[str, Any]) -> None:
     assert reindex["serverPidAfter"] != reindex["serverPidBefore"]
     assert "engram.server.command" in result["checks"]["settingsRestart"]["message"]
     assert result["checks"]["progress"]
+
+
+def test_server_from_the_bundle_in_code_server(e2e: dict[str, Any]) -> None:
+    """From a clean profile, with no engram-ls on the extension host's PATH and a python3 there
+    that cannot import Engram, the installed .vsix starts the server it carries (that python3
+    -P -m engram_ls.lsp, PYTHONPATH inside the installed extension, its rg first on PATH);
+    "Engram: Show Index Status" names it; an explicit engram.server.command wins; a missing
+    engram.server.pythonPath is a message naming it and what to give; clearing them brings the
+    bundle back."""
+    checks = e2e["checks"]
+    bundled = checks["bundled"]
+    assert bundled["engramLsOnPath"] == [] and bundled["engramImportable"] is False, bundled
+    assert bundled["argv"][0] == bundled["python"], bundled
+    assert bundled["argv"][1:] == [
+        "-P",
+        "-m",
+        "engram_ls.lsp",
+        "--log-level",
+        "WARNING",
+        "--stdio",
+    ]
+    assert bundled["insideExtension"] and bundled["rgExecutable"] and bundled["rgFirstOnPath"]
+    minor = subprocess.run(
+        [bundled["python"], "-c", "import sys; print(*sys.version_info[:2], sep='')"],
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    assert bundled["pythonPath"] == [
+        os.path.join("bundled", "libs", f"cp{minor}"),
+        os.path.join("bundled", "libs", "common"),
+    ]
+    assert bundled["extension"].startswith("engram.engram-0.1.0"), bundled["extension"]
+    (server_row,) = [r for r in checks["reindex"]["statusRows"] if "(bundled), Python 3." in r]
+    assert "Engram 0.1.0 (bundled), Python 3." in server_row and "python3" in server_row
+    restart = checks["settingsRestart"]
+    assert restart["explicit"]["argv"][1] == _engram_ls()
+    assert "engram_ls.lsp" not in restart["explicit"]["argv"]
+    assert re.search(r"Engram: ready · 31 notes", restart["explicit"]["statusBar"])
+    python_message = restart["pythonMessage"]
+    assert '/no-such-python" (setting engram.server.pythonPath) does not exist' in python_message
+    assert (
+        "Set it to a Python 3.11 or newer, or clear it to use python3 from PATH." in python_message
+    )
+    assert restart["bundledAgain"][0] == bundled["argv"][0]
+    assert "engram_ls.lsp" in restart["bundledAgain"]
 
 
 def test_search_modes_in_code_server(e2e: dict[str, Any]) -> None:

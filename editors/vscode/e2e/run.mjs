@@ -2,13 +2,19 @@
 // End-to-end test of the extension in a real VS Code: code-server (VS Code in the browser)
 // driven by headless Chromium through playwright-core.
 //
-//   node e2e/run.mjs --vsix dist/engram.vsix --server /path/to/engram-ls
+//   node e2e/run.mjs --vsix dist/engram-linux-x64.vsix [--server /path/to/engram-ls]
 //                    [--vault ../../examples/vault] [--artifacts e2e/artifacts]
 //                    [--code-server .e2e/code-server/node_modules/.bin/code-server]
 //                    [--chromium /usr/bin/chromium] [--timeout 150]
 //
-// Copies the vault to a temporary folder, installs the .vsix into a fresh extensions folder,
-// starts code-server on a free 127.0.0.1 port and Chromium on a fresh profile, then checks:
+// Copies the vault to a temporary folder, installs the .vsix (built with its server,
+// scripts/package_vscode.sh) into a fresh extensions folder, starts code-server on a free
+// 127.0.0.1 port from a fresh user-data folder, without this shell's Python variables and
+// with no folder holding engram-ls on PATH (VS Code may take PATH from a login shell: what the
+// extension saw is checked), and Chromium on a fresh profile, then checks:
+//   0. the server runs from the bundle: python3 from the extension host's PATH (which holds no
+//      engram-ls, and whose python3 cannot import Engram) as `python3 -P -m engram_ls.lsp`,
+//      PYTHONPATH inside the installed extension, its rg executable and first on PATH;
 //   1. the status bar shows the index as ready with the vault's note count;
 //   2. frontmatter topic completion offers a vault topic;
 //   3. "Engram: Search Notes" lists the notes of a tag + date filter, shows a server error
@@ -24,9 +30,11 @@
 //      note keeps its line endings) and "Ship…" done in its open editor (saved); the view then
 //      lists them no more;
 //   4. "Engram: Show Index Status" lists the vault; its Reindex restarts engram-ls (new pid);
-//   5. a workspace setting naming a missing server command restarts the client, shows the
-//      error with its fix and "not running" (the Tasks view: one row with the message);
-//      removing it brings the server back to ready (and the Tasks view its tasks);
+//   5. a workspace setting `engram.server.command` naming --server runs that program instead
+//      of the bundle; one naming a missing program restarts the client, shows the error with
+//      its fix and "not running" (the Tasks view: one row with the message); so does
+//      `engram.server.pythonPath` naming a missing Python; removing them brings the bundled
+//      server back to ready (and the Tasks view its tasks);
 //   6. with semantic search turned off (engram.settings), a semantic search shows the
 //      server's ENGRAM_UNSUPPORTED_MODE message in the picker;
 //   7. the build's work-done progress reached the extension (its log has begin and end).
@@ -40,14 +48,14 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
-import { sessionPids } from './procs.mjs';
+import { sessionProcs } from './procs.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const extDir = path.resolve(here, '..');
 
 function parseArgs(argv) {
   const opts = {
-    vsix: path.join(extDir, 'dist', 'engram.vsix'),
+    vsix: '',
     server: process.env.ENGRAM_LS ?? '',
     vault: path.resolve(extDir, '..', '..', 'examples', 'vault'),
     artifacts: path.join(here, 'artifacts'),
@@ -167,8 +175,8 @@ function prepare(tmp) {
   const extensions = path.join(tmp, 'extensions');
   fs.mkdirSync(path.join(userData, 'User'), { recursive: true });
   fs.mkdirSync(extensions);
+  // No engram.server.command: the extension runs the server it carries.
   const settings = {
-    'engram.server.command': [opts.server],
     'security.workspace.trust.enabled': false,
     'workbench.startupEditor': 'none',
     'workbench.tips.enabled': false,
@@ -187,6 +195,34 @@ function prepare(tmp) {
   };
   fs.writeFileSync(path.join(userData, 'User', 'settings.json'), JSON.stringify(settings, null, 2));
   return { vault, userData, extensions };
+}
+
+const holdsEngramLs = (dir) => dir !== '' && fs.existsSync(path.join(dir, 'engram-ls'));
+
+/** The environment code-server runs in: without this shell's Python variables, and without
+ * the folders of PATH that hold an engram-ls (a virtual environment's bin). */
+function cleanEnv() {
+  const env = { ...process.env, VSCODE_PROXY_URI: '', SHELL: '/bin/sh' };
+  for (const key of ['PYTHONPATH', 'PYTHONHOME', 'VIRTUAL_ENV', 'CONDA_PREFIX', 'ENGRAM_LS']) {
+    delete env[key];
+  }
+  env.PATH = (env.PATH ?? '')
+    .split(path.delimiter)
+    .filter((dir) => !holdsEngramLs(dir))
+    .join(path.delimiter);
+  return env;
+}
+
+/** Where `name` is on `searchPath`, or undefined. */
+function which(name, searchPath) {
+  for (const dir of searchPath.split(path.delimiter)) {
+    const file = path.join(dir, name);
+    try {
+      fs.accessSync(file, fs.constants.X_OK);
+      return file;
+    } catch {}
+  }
+  return undefined;
 }
 
 async function shot(page, name) {
@@ -614,6 +650,10 @@ async function toggleInView(page, vault, { label, relPath, line, prefix, via }) 
       await page.keyboard.press('Enter');
     }
   } else {
+    // A tooltip of the row the mouse rested on can cover this one (then a hover never lands):
+    // move to an empty spot of the activity bar until it is gone.
+    await page.mouse.move(5, 450);
+    await page.locator('.context-view .hover-contents').waitFor({ state: 'hidden', timeout: 5000 }).catch(() => undefined);
     await row.hover();
     const inline = row.locator('.actions .action-label[aria-label="Toggle Task"]');
     await inline.waitFor({ state: 'visible', timeout: 10000 });
@@ -740,13 +780,76 @@ async function checkTasks(page, vault) {
   }
 }
 
-/** The pids of engram-ls processes started under code-server (its session: spawned detached). */
-function serverPids() {
+/** The bundled server's module argument (`python -P -m engram_ls.lsp`). */
+const SERVER_MODULE = 'engram_ls.lsp';
+
+/** The engram-ls processes started under code-server (its session: spawned detached): the
+ * bundled server, or --server. */
+function serverProcs() {
   const cs = children.find((c) => c.name === 'code-server')?.child;
   if (!cs) {
     return [];
   }
-  return sessionPids(cs.pid, opts.server);
+  return sessionProcs(cs.pid, [SERVER_MODULE, opts.server]);
+}
+
+function serverPids() {
+  return serverProcs().map((p) => p.pid);
+}
+
+/** The one bundled server running, once it is the only server process. */
+function bundledProc() {
+  const procs = serverProcs();
+  return procs.length === 1 && procs[0].argv.includes(SERVER_MODULE) ? procs[0] : undefined;
+}
+
+async function checkBundled(extensions) {
+  const proc = await waitFor('the bundled server process', () => bundledProc(), 30000);
+  const dirs = fs.readdirSync(extensions).filter((name) => name.startsWith('engram.engram-'));
+  if (dirs.length !== 1) {
+    throw new Error(`expected one installed Engram extension in ${extensions}: ${dirs.join(', ')}`);
+  }
+  const installed = path.join(extensions, dirs[0]);
+  const pythonPath = (proc.env.PYTHONPATH ?? '').split(path.delimiter);
+  const rg = path.join(installed, 'bundled', 'libs', 'common', 'bin', 'rg');
+  let rgExecutable = true;
+  try {
+    fs.accessSync(rg, fs.constants.X_OK);
+  } catch {
+    rgExecutable = false;
+  }
+  // The extension host's PATH as the server got it (the bundle's bin put first).
+  const [first, ...rest] = (proc.env.PATH ?? '').split(path.delimiter);
+  const hostPath = rest.join(path.delimiter);
+  const importable = spawnSync(proc.argv[0], ['-c', 'import engram_ls'], {
+    env: { PATH: hostPath },
+    cwd: os.tmpdir(), // `-c` puts the working folder on sys.path
+    encoding: 'utf8',
+  });
+  const bundled = {
+    extension: dirs[0],
+    argv: proc.argv,
+    hostPath,
+    python: which('python3', hostPath),
+    engramLsOnPath: hostPath.split(path.delimiter).filter(holdsEngramLs),
+    engramImportable: importable.status === 0,
+    pythonPath: pythonPath.map((p) => path.relative(installed, p)),
+    insideExtension: pythonPath.every((p) => p.startsWith(installed + path.sep)),
+    rgFirstOnPath: first === path.dirname(rg),
+    rgExecutable,
+  };
+  result.checks.bundled = bundled;
+  log(`bundled server: ${JSON.stringify(bundled)}`);
+  const [program, ...args] = proc.argv;
+  if (program !== bundled.python || args.slice(0, 3).join(' ') !== `-P -m ${SERVER_MODULE}`) {
+    throw new Error(`the server is not the bundled one run by python3 from PATH: ${proc.argv.join(' ')}`);
+  }
+  if (bundled.engramLsOnPath.length > 0 || bundled.engramImportable || importable.error) {
+    throw new Error(`the extension host's PATH is not clean: ${JSON.stringify(bundled)} ${importable.error ?? ''}`);
+  }
+  if (!bundled.insideExtension || !rgExecutable || !bundled.rgFirstOnPath) {
+    throw new Error(`the server does not run from the installed extension's bundle: ${JSON.stringify(bundled)}`);
+  }
 }
 
 async function waitReady(page, what) {
@@ -790,11 +893,28 @@ async function checkStatusAndReindex(page) {
 }
 
 async function checkSettingsRestart(page, vault) {
-  // A workspace setting (.vscode/settings.json) points the server command at a missing file.
   const dir = path.join(vault, '.vscode');
   const settingsFile = path.join(dir, 'settings.json');
-  const missing = path.join(vault, 'no-such-engram-ls');
   fs.mkdirSync(dir, { recursive: true });
+  // engram.server.command, when set, wins over the bundled server.
+  let explicit;
+  if (opts.server) {
+    fs.writeFileSync(settingsFile, JSON.stringify({ 'engram.server.command': [opts.server] }, null, 2));
+    const proc = await waitFor(
+      'engram.server.command to replace the bundled server',
+      () => {
+        const procs = serverProcs();
+        return procs.length === 1 && procs[0].argv.includes(opts.server) && !procs[0].argv.includes(SERVER_MODULE)
+          ? procs[0]
+          : undefined;
+      },
+      30000,
+    );
+    explicit = { argv: proc.argv, statusBar: await waitReady(page, 'the status bar to show ready with engram.server.command') };
+    log(`engram.server.command: ${proc.argv.join(' ')}`);
+  }
+  // A workspace setting (.vscode/settings.json) points the server command at a missing file.
+  const missing = path.join(vault, 'no-such-engram-ls');
   fs.writeFileSync(settingsFile, JSON.stringify({ 'engram.server.command': [missing] }, null, 2));
   const message = await waitFor(
     'an error message naming the missing server',
@@ -820,8 +940,22 @@ async function checkSettingsRestart(page, vault) {
   );
   await shot(page, '07-server-missing');
   await waitFor('the old engram-ls to exit', () => serverPids().length === 0, 10000);
+  // engram.server.pythonPath naming a missing Python: the bundled server cannot start, and the
+  // message says which setting and what Python to give.
+  const noPython = path.join(vault, 'no-such-python');
+  fs.writeFileSync(settingsFile, JSON.stringify({ 'engram.server.pythonPath': noPython }, null, 2));
+  const pythonMessage = await waitFor(
+    'an error message naming the missing Python',
+    async () => {
+      const toasts = await page.locator('.notifications-toasts .notification-toast').allInnerTexts();
+      return toasts.find((t) => t.includes('no-such-python') && /engram\.server\.pythonPath/.test(t));
+    },
+    30000,
+  );
+  await shot(page, '07b-python-missing');
   fs.rmSync(dir, { recursive: true, force: true });
   const text = await waitReady(page, 'the status bar to show ready after the setting was fixed');
+  const bundledAgain = await waitFor('the bundled server to run again', () => bundledProc(), 10000);
   const tasksUp = await waitFor(
     'the Tasks view to list the tasks again',
     async () => {
@@ -831,7 +965,10 @@ async function checkSettingsRestart(page, vault) {
     15000,
   );
   result.checks.settingsRestart = {
+    explicit,
+    bundledAgain: bundledAgain.argv,
     message: message.replace(/\s+/g, ' ').trim(),
+    pythonMessage: pythonMessage.replace(/\s+/g, ' ').trim(),
     failedStatus: failed,
     statusBar: text,
     tasksView: { failed: tasksDown, recovered: tasksUp },
@@ -888,11 +1025,13 @@ async function main() {
   fs.mkdirSync(opts.artifacts, { recursive: true });
   requireFile(opts.codeServer, 'code-server', 'run scripts/install_vscode.sh');
   requireFile(opts.chromium, 'Chromium', 'run scripts/install_vscode.sh');
-  requireFile(opts.vsix, 'the .vsix', 'run `npm run package` in editors/vscode');
-  if (!opts.server) {
-    throw new Error('pass --server /path/to/engram-ls (or set ENGRAM_LS)');
+  if (!opts.vsix) {
+    throw new Error('pass --vsix (npm run package writes dist/engram-TARGET.vsix)');
   }
-  requireFile(opts.server, 'engram-ls', 'install Engram (scripts/install.sh) and pass its engram-ls');
+  requireFile(opts.vsix, 'the .vsix', 'run `npm run package` in editors/vscode');
+  if (opts.server) {
+    requireFile(opts.server, 'engram-ls', 'install Engram (scripts/install.sh) and pass its engram-ls');
+  }
 
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'engram-vscode-e2e-'));
   let browser;
@@ -910,7 +1049,7 @@ async function main() {
     }
 
     const port = await freePort();
-    const env = { ...process.env, VSCODE_PROXY_URI: '', SHELL: '/bin/sh' };
+    const env = cleanEnv();
     startProcess('code-server', opts.codeServer, [
       ...common,
       '--bind-addr', `127.0.0.1:${port}`,
@@ -965,6 +1104,7 @@ async function main() {
 
     for (const [name, check] of [
       ['status bar', checkStatusBar],
+      ['server from the bundle', () => checkBundled(extensions)],
       ['frontmatter completion', checkCompletion],
       ['search notes', checkSearch],
       ['search modes', (p) => checkSearchModes(p, vault)],

@@ -68,6 +68,8 @@ export function createClient({ server, settings, output, onProgress }: ClientPar
   const serverOptions: ServerOptions = {
     command: server.command,
     args: server.args,
+    // Added to the extension host's environment (the bundled server's PYTHONPATH and PATH).
+    ...(server.env ? { options: { env: server.env } } : {}),
     // stdio appends --stdio to the arguments; engram-ls accepts it.
     transport: TransportKind.stdio,
   };

@@ -28,7 +28,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const output = vscode.window.createOutputChannel(OUTPUT_CHANNEL, { log: true });
   let settings = loadSettings(output);
   const statusBar = new IndexStatusBar();
-  const current = new ServerSession(output, statusBar, () => settings);
+  const current = new ServerSession(output, statusBar, () => settings, {
+    extension: context.extensionPath,
+    storage: context.globalStorageUri.fsPath,
+  });
   session = current;
 
   const reindex = async () => {

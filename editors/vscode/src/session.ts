@@ -4,18 +4,15 @@
  * Starts and stops are serialized, so quick setting changes cannot race.
  */
 import * as os from 'node:os';
+import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { type LanguageClient, State } from 'vscode-languageclient/node';
 import { createClient } from './client';
 import { Methods } from './constants';
 import { isBusy, type StatusResult } from './indexState';
-import {
-  type EngramSettings,
-  findExecutable,
-  missingServerMessage,
-  resolveServerCommand,
-  startFailureMessage,
-} from './settings';
+import { type Bundle, BundleError, ensureRg, hostTarget, probePython, readBundle } from './bundle';
+import { resolveServer } from './server';
+import { type EngramSettings, findExecutable, startFailureMessage } from './settings';
 import type { IndexStatusBar } from './statusBar';
 
 const BUSY_POLL_MS = 1000;
@@ -27,6 +24,8 @@ export class ServerSession implements vscode.Disposable {
   private refreshTimer: NodeJS.Timeout | undefined;
   /** Why the server is not running, when it failed to start. */
   lastError: string | undefined;
+  /** What runs as the server (program, or the bundle and its Python), once started. */
+  serverDescription: string | undefined;
   private readonly changed = new vscode.EventEmitter<void>();
   /** The server started running, stopped, failed to start, or finished building an index:
    * what it answers may have changed (the Tasks view lists again). */
@@ -36,6 +35,8 @@ export class ServerSession implements vscode.Disposable {
     private readonly output: vscode.LogOutputChannel,
     private readonly statusBar: IndexStatusBar,
     private readonly settings: () => EngramSettings,
+    /** The extension's folder (its bundle) and its global storage (the bytecode cache). */
+    private readonly paths: { extension: string; storage: string },
   ) {}
 
   get client(): LanguageClient | undefined {
@@ -72,14 +73,44 @@ export class ServerSession implements vscode.Disposable {
       this.changed.fire();
       return;
     }
-    const server = resolveServerCommand(this.settings(), {
-      home: os.homedir(),
-      workspaceFolder: folders[0].uri.fsPath,
-    });
-    const missing = missingServerMessage(server, (command) => findExecutable(command) !== undefined);
-    if (missing) {
-      this.failed(missing);
+    let bundle: Bundle | undefined;
+    try {
+      bundle = readBundle(this.paths.extension);
+    } catch (error) {
+      if (!(error instanceof BundleError)) {
+        throw error;
+      }
+      if (this.settings().serverCommand.length === 0) {
+        this.failed(
+          `Engram: the server this extension carries is broken (${error.message}). Reinstall the extension, ` +
+            'or set "engram.server.command" to an engram-ls you installed.',
+        );
+        return;
+      }
+    }
+    const resolved = await resolveServer(
+      this.settings(),
+      { home: os.homedir(), workspaceFolder: folders[0].uri.fsPath },
+      {
+        bundle,
+        host: hostTarget(),
+        env: process.env,
+        find: (command) => findExecutable(command),
+        probe: (executable) => probePython(executable),
+        pycachePrefix: path.join(this.paths.storage, 'pycache'),
+      },
+    );
+    if ('error' in resolved) {
+      this.failed(resolved.error);
       return;
+    }
+    const { server } = resolved;
+    if (bundle && server.source === 'bundled' && !ensureRg(bundle)) {
+      this.output.warn('The bundled rg is missing: literal and regex searches use one from PATH.');
+    }
+    this.serverDescription = server.description ?? [server.command, ...server.args].join(' ');
+    if (server.description) {
+      this.output.info(`Server: ${server.description}`);
     }
     this.output.info(`Starting ${[server.command, ...server.args, '--stdio'].join(' ')}`);
     const client = createClient({
@@ -145,6 +176,7 @@ export class ServerSession implements vscode.Disposable {
 
   private failed(message: string): void {
     this.lastError = message;
+    this.serverDescription = undefined;
     this.statusBar.setPhase('failed');
     this.changed.fire();
     this.output.error(message);

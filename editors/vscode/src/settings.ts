@@ -6,6 +6,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { DEFAULT_SERVER, SERVER_MODULE } from './constants';
+import { MIN_PYTHON } from './bundle';
 import { DEFAULT_MODE, isSearchMode, SEARCH_MODES, type SearchMode } from './query';
 
 export const LOG_LEVELS = ['DEBUG', 'INFO', 'WARNING', 'ERROR'] as const;
@@ -14,7 +15,8 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 export interface EngramSettings {
   /** `engram.server.command`: program and arguments; empty = not set. */
   serverCommand: string[];
-  /** `engram.server.pythonPath`: an interpreter with Engram installed; '' = not set. */
+  /** `engram.server.pythonPath`: the Python that runs the bundled server (or, in a build
+   * without one, a Python with Engram installed); '' = not set. */
   pythonPath: string;
   logLevel: LogLevel;
   /** `engram.settings`: config-file keys sent as initializationOptions. */
@@ -125,13 +127,18 @@ export function expandPath(value: string, ctx: ExpandContext): string {
 export interface ServerCommand {
   command: string;
   args: string[];
-  /** Which setting produced it, for messages. */
-  source: 'engram.server.command' | 'engram.server.pythonPath' | 'default';
+  /** Which setting produced it, for messages; `bundled`: the server the extension carries. */
+  source: 'engram.server.command' | 'engram.server.pythonPath' | 'default' | 'bundled';
+  /** Environment variables added to the extension host's for the server. */
+  env?: Record<string, string>;
+  /** What runs, for the log and "Engram: Show Index Status". */
+  description?: string;
 }
 
 /**
- * The server's program and arguments: `engram.server.command` if set, else
- * `<pythonPath> -m engram_ls.lsp`, else `engram-ls` from PATH. The transport adds `--stdio`.
+ * The server's program and arguments without the bundled server (server.ts decides when):
+ * `engram.server.command` if set, else `<pythonPath> -m engram_ls.lsp`, else `engram-ls` from
+ * PATH. The transport adds `--stdio`.
  */
 export function resolveServerCommand(settings: EngramSettings, ctx: ExpandContext): ServerCommand {
   const logArgs = ['--log-level', settings.logLevel];
@@ -189,26 +196,42 @@ export function findExecutable(
   return undefined;
 }
 
-const FIX =
-  'Install Engram (`pip install engram-ls`, e.g. into a virtual environment), then set ' +
-  '"engram.server.command" to its engram-ls program (e.g. ["/path/to/.venv/bin/engram-ls"]) ' +
-  'or "engram.server.pythonPath" to that environment\'s Python.';
+/** How to get a server when the extension carries none (a development build). */
+const FIX_NO_BUNDLE =
+  'Install the .vsix built for your platform, which carries the server (docs/editors.md in the ' +
+  'Engram repository), or install Engram from its repository into a Python 3.11+ environment ' +
+  '(`python -m pip install ./engram`) and set "engram.server.command" to its engram-ls ' +
+  '(e.g. ["/path/to/.venv/bin/engram-ls"]).';
 
-/** The message shown when the server's program does not exist, or undefined when it does. */
+/** How to fix a server command that does not run, when the extension carries a server. */
+const FIX_COMMAND = 'Fix the setting, or clear it to use the server this extension carries.';
+
+/**
+ * The message shown when the server's program does not exist, or undefined when it does.
+ * `bundled`: the extension carries a server (clearing the setting falls back to it).
+ */
 export function missingServerMessage(
   server: ServerCommand,
   exists: (command: string) => boolean,
+  bundled = false,
 ): string | undefined {
   if (exists(server.command)) {
     return undefined;
   }
   switch (server.source) {
     case 'default':
-      return `Engram: the language server "engram-ls" was not found on PATH. ${FIX}`;
+      return `Engram: this build of the extension carries no language server, and "engram-ls" was not found on PATH. ${FIX_NO_BUNDLE}`;
     case 'engram.server.command':
-      return `Engram: "${server.command}" (setting engram.server.command) does not exist or is not executable. ${FIX}`;
+      return `Engram: "${server.command}" (setting engram.server.command) does not exist or is not executable. ${bundled ? FIX_COMMAND : FIX_NO_BUNDLE}`;
+    case 'bundled':
+      return `Engram: the Python interpreter "${server.command}" does not exist any more. Reload the window to look for Python again.`;
     case 'engram.server.pythonPath':
-      return `Engram: the Python interpreter "${server.command}" (setting engram.server.pythonPath) does not exist or is not executable. ${FIX}`;
+      return (
+        `Engram: the Python interpreter "${server.command}" (setting engram.server.pythonPath) does not exist or is not executable. ` +
+        (bundled
+          ? `Set it to a Python ${MIN_PYTHON.join('.')} or newer, or clear it to use python3 from PATH.`
+          : `Set it to a Python that has Engram installed, or clear it. ${FIX_NO_BUNDLE}`)
+      );
   }
 }
 
@@ -216,9 +239,13 @@ export function missingServerMessage(
 export function startFailureMessage(server: ServerCommand, error: unknown): string {
   const reason = error instanceof Error ? error.message : String(error);
   const cmdline = [server.command, ...server.args].join(' ');
-  const hint =
-    server.source === 'engram.server.pythonPath'
-      ? `Does this Python have Engram installed? Run "${server.command} -m pip install engram-ls". `
-      : '';
-  return `Engram: the language server (${cmdline}) could not start: ${reason}. ${hint}${FIX} The "Engram" output channel has the server's log.`;
+  let hint = '';
+  if (server.source === 'engram.server.pythonPath') {
+    hint =
+      'Does this Python have Engram installed? Install it there from the Engram repository ' +
+      `("${server.command} -m pip install ./engram"), or install the .vsix built for your platform, which carries the server. `;
+  } else if (server.source === 'bundled') {
+    hint = `This is the server the extension carries (${server.description ?? 'bundled'}). `;
+  }
+  return `Engram: the language server (${cmdline}) could not start: ${reason}. ${hint}The "Engram" output channel has the server's log.`;
 }

@@ -36,6 +36,9 @@ export async function showIndexStatus(
     if (status.vaults.length === 0) {
       items.push({ label: '$(info) No vault', detail: 'Open a folder of Markdown notes.' });
     }
+    if (session.serverDescription) {
+      items.push({ label: '$(server-process) Server', description: 'running', detail: session.serverDescription });
+    }
     output.info(`Index status:\n${describe(status)}`);
   } else {
     const why = error ?? session.lastError ?? 'The language server is not running.';

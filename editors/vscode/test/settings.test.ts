@@ -150,25 +150,38 @@ describe('findExecutable and messages', () => {
     const server = { command: 'engram-ls', args: [], source: 'default' as const };
     assert.equal(missingServerMessage(server, () => true), undefined);
   });
-  test('each source names its setting and the fix', () => {
-    const cases: Array<[ServerCommand, RegExp]> = [
-      [{ command: 'engram-ls', args: [], source: 'default' }, /not found on PATH/],
-      [{ command: '/x/engram-ls', args: [], source: 'engram.server.command' }, /engram\.server\.command\) does not exist/],
-      [{ command: '/x/python', args: [], source: 'engram.server.pythonPath' }, /Python interpreter "\/x\/python"/],
+  test('each source names its setting and the fix, never a pip install that cannot work', () => {
+    const cases: Array<[ServerCommand, boolean, RegExp]> = [
+      [{ command: 'engram-ls', args: [], source: 'default' }, false, /carries no language server, and "engram-ls" was not found on PATH/],
+      [{ command: '/x/engram-ls', args: [], source: 'engram.server.command' }, false, /engram\.server\.command\) does not exist/],
+      [{ command: '/x/engram-ls', args: [], source: 'engram.server.command' }, true, /clear it to use the server this extension carries/],
+      [{ command: '/x/python', args: [], source: 'engram.server.pythonPath' }, false, /Python interpreter "\/x\/python"/],
     ];
-    for (const [server, pattern] of cases) {
-      const message = missingServerMessage(server, () => false);
-      assert.match(message ?? '', pattern);
-      assert.match(message ?? '', /pip install engram-ls/);
+    for (const [server, bundled, pattern] of cases) {
+      const message = missingServerMessage(server, () => false, bundled) ?? '';
+      assert.match(message, pattern);
+      assert.doesNotMatch(message, /pip install engram-ls/);
+      if (!bundled) {
+        assert.match(message, /\.vsix built for your platform/);
+        assert.match(message, /"engram\.server\.command" to its engram-ls/);
+      }
     }
   });
-  test('start failure with a Python names pip for that Python', () => {
+  test('start failure with a Python says how to install Engram there from the repository', () => {
     const message = startFailureMessage(
       { command: '/x/python', args: ['-m', 'engram_ls.lsp'], source: 'engram.server.pythonPath' },
       new Error('Connection closed'),
     );
     assert.match(message, /\/x\/python -m engram_ls\.lsp/);
     assert.match(message, /Connection closed/);
-    assert.match(message, /"\/x\/python -m pip install engram-ls"/);
+    assert.match(message, /"\/x\/python -m pip install \.\/engram"/);
+    assert.doesNotMatch(message, /pip install engram-ls/);
+  });
+  test('start failure of the bundled server names it', () => {
+    const message = startFailureMessage(
+      { command: '/usr/bin/python3', args: ['-P', '-m', 'engram_ls.lsp'], source: 'bundled', description: 'Engram 0.1.0 (bundled), Python 3.12.1 (/usr/bin/python3)' },
+      new Error('Connection closed'),
+    );
+    assert.match(message, /could not start: Connection closed\. This is the server the extension carries \(Engram 0\.1\.0 \(bundled\), Python 3\.12\.1/);
   });
 });
