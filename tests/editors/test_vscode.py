@@ -423,10 +423,21 @@ def test_semantic_mode_shows_the_servers_answer(
                 assert row.startswith(f"{hit['title']}, {hit['path']}"), (row, hit)
 
 
+def test_the_backlinks_code_lens_and_its_peek(e2e: dict[str, Any]) -> None:
+    """reference/profiling.md, linked from indexer-rewrite.md and memory-leak-hunt.md: its
+    title's code lens reads "2 backlinks" and opens the references peek on those two links."""
+    lens = e2e["checks"]["codeLens"]
+    assert any(text.strip() == "2 backlinks" for text in lens["lenses"]), lens
+    shown = " ".join(lens["peek"])
+    assert "indexer-rewrite.md" in shown and "memory-leak-hunt.md" in shown, lens
+
+
 def test_a_refused_mode_is_shown_in_the_picker(e2e: dict[str, Any]) -> None:
     """With semantic search turned off (engram.settings), as without the semantic extra, the
-    server's ENGRAM_UNSUPPORTED_MODE message is the picker's title and its one row."""
+    server's ENGRAM_UNSUPPORTED_MODE message is the picker's title and its one row; the
+    running server applied the setting (workspace/didChangeConfiguration), not a new one."""
     refused = e2e["checks"]["modeRefused"]
+    assert refused["samePid"] is True, refused
     assert refused["title"].startswith("Engram: semantic search is ")
     assert "semantic.enabled" in refused["title"]
     assert refused["title"].endswith(" [ENGRAM_UNSUPPORTED_MODE] · semantic mode")

@@ -522,6 +522,41 @@ async function checkRelated(page) {
   }
 }
 
+async function checkCodeLens(page) {
+  // reference/profiling.md: indexer-rewrite.md and memory-leak-hunt.md link to it. The lens
+  // on its title line says so; clicking it opens the references peek on those links.
+  await page.mouse.move(700, 600);
+  const tab = page.locator('.tabs-container .tab', { hasText: 'profiling.md' }).first();
+  if ((await tab.count()) > 0) {
+    await tab.click();
+    await page.locator('.tabs-container .tab.active', { hasText: 'profiling.md' }).waitFor({ timeout: 10000 });
+  } else {
+    await openFile(page, 'reference/profiling.md');
+  }
+  const lenses = await waitFor(
+    'the backlinks code lens on reference/profiling.md',
+    async () => {
+      const texts = await page.locator('.editor-instance .codelens-decoration').allInnerTexts();
+      return texts.some((t) => /\d+ backlinks?/.test(t)) ? texts : undefined;
+    },
+    30000,
+  );
+  const link = page.locator('.editor-instance .codelens-decoration a', { hasText: /backlinks?/ }).first();
+  await link.click();
+  const peek = await waitFor(
+    'the references peek of the backlinks',
+    async () => {
+      const rows = await page.locator('.peekview-widget .ref-tree .monaco-list-row').allInnerTexts();
+      return rows.length > 0 ? rows.map((r) => r.replace(/\s+/g, ' ').trim()) : undefined;
+    },
+    20000,
+  );
+  await shot(page, '05e-code-lens');
+  await page.keyboard.press('Escape');
+  result.checks.codeLens = { lenses, peek };
+  log(`code lens: ${JSON.stringify(result.checks.codeLens)}`);
+}
+
 async function checkBase(page) {
   // bases/work.base has three views: the picker offers them; the second opens as a read-only
   // Markdown document beside the base, its rows linked to their notes.
@@ -978,22 +1013,30 @@ async function checkSettingsRestart(page, vault) {
 }
 
 async function checkModeRefused(page, vault) {
-  // engram.settings turns semantic search off: the server (restarted for it) refuses the mode
-  // with ENGRAM_UNSUPPORTED_MODE, as it does without the semantic extra.
+  // engram.settings turns semantic search off: the running server applies it (told by
+  // workspace/didChangeConfiguration, no restart) and refuses the mode with
+  // ENGRAM_UNSUPPORTED_MODE, as it does without the semantic extra.
   const dir = path.join(vault, '.vscode');
   fs.mkdirSync(dir, { recursive: true });
+  const before = serverPids();
   fs.writeFileSync(
     path.join(dir, 'settings.json'),
     JSON.stringify({ 'engram.settings': { semantic: { enabled: false } } }, null, 2),
   );
-  const before = serverPids();
-  await waitFor('a new engram-ls for the changed engram.settings', () => {
-    const pids = serverPids();
-    return pids.length === 1 && pids[0] !== before[0];
-  }, 30000);
   await waitReady(page, 'the status bar to show ready with semantic search off');
-  await runCommand(page, 'Engram: Search Notes');
-  const refused = await searchFor(page, 'mode:semantic memory leak', 'ENGRAM_UNSUPPORTED_MODE\\] · semantic mode$');
+  let refused;
+  await waitFor('the server to apply semantic.enabled: false', async () => {
+    await runCommand(page, 'Engram: Search Notes');
+    try {
+      refused = await searchFor(page, 'mode:semantic memory leak', 'ENGRAM_UNSUPPORTED_MODE\\] · semantic mode$');
+      return true;
+    } catch {
+      await page.keyboard.press('Escape');
+      return undefined;
+    }
+  }, 40000, 1000);
+  const after = serverPids();
+  refused.samePid = after.length === 1 && before.length === 1 && after[0] === before[0];
   await shot(page, '08-semantic-refused');
   await page.keyboard.press('Escape');
   fs.rmSync(dir, { recursive: true, force: true });
@@ -1109,6 +1152,7 @@ async function main() {
       ['search notes', checkSearch],
       ['search modes', (p) => checkSearchModes(p, vault)],
       ['related notes', checkRelated],
+      ['backlinks code lens', checkCodeLens],
       ['run a base view', checkBase],
       ['tasks view', (p) => checkTasks(p, vault)],
       ['index status and reindex', checkStatusAndReindex],

@@ -79,7 +79,9 @@ export function createClient({ server, settings, output, onProgress }: ClientPar
       { scheme: 'file', language: 'markdown' },
       { scheme: 'file', pattern: '**/*.base' },
     ],
-    initializationOptions: settings().serverSettings,
+    // No initializationOptions: the server asks for the `engram` section (answered below) at
+    // its start and again when told the settings changed, so a key removed from
+    // engram.settings is gone from the server too.
     outputChannel: output,
     revealOutputChannelOn: RevealOutputChannelOn.Never,
     middleware: {

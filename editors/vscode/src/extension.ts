@@ -1,8 +1,10 @@
 /** Wiring only: settings, the server session, the status bar, the Tasks view and the commands. */
 import * as vscode from 'vscode';
+import { DidChangeConfigurationNotification } from 'vscode-languageclient/node';
 import { BaseViews, runBaseView } from './base';
 import { ACTIVE_CONTEXT, BASE_SCHEME, Commands, CONFIG_SECTION, OUTPUT_CHANNEL } from './constants';
 import { describeVaults } from './indexState';
+import { SHOW_REFERENCES, showReferences } from './lenses';
 import { relatedNotes } from './related';
 import { searchNotes } from './search';
 import { ServerSession } from './session';
@@ -64,6 +66,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       searchNotes(() => current.client, () => settings, typeof initial === 'string' ? initial : undefined),
     ),
     vscode.commands.registerCommand(Commands.relatedNotes, () => relatedNotes(() => current.client)),
+    // The backlinks code lens of engram-ls: VS Code's references peek on the links.
+    vscode.commands.registerCommand(SHOW_REFERENCES, showReferences),
     vscode.commands.registerCommand(Commands.reindex, reindex),
     vscode.commands.registerCommand(Commands.showStatus, () =>
       showIndexStatus(current, output, reindex, describeVaults),
@@ -76,6 +80,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       if (RESTART_KEYS.some((key) => event.affectsConfiguration(`${CONFIG_SECTION}.${key}`))) {
         output.info('Settings changed: restarting the language server.');
         void current.restart();
+      } else if (event.affectsConfiguration(`${CONFIG_SECTION}.settings`)) {
+        // The server asks for the section again and applies it (no restart).
+        output.info('Settings changed: the language server applies engram.settings.');
+        void current.client
+          ?.sendNotification(DidChangeConfigurationNotification.type, { settings: null })
+          .catch((error: unknown) => output.warn(`Could not send the new settings: ${String(error)}`));
+        current.scheduleRefresh();
       }
     }),
     vscode.workspace.onDidChangeWorkspaceFolders(() => {

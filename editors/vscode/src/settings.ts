@@ -19,7 +19,7 @@ export interface EngramSettings {
    * without one, a Python with Engram installed); '' = not set. */
   pythonPath: string;
   logLevel: LogLevel;
-  /** `engram.settings`: config-file keys sent as initializationOptions. */
+  /** `engram.settings`: config-file keys, the server's `engram` configuration section. */
   serverSettings: Record<string, unknown>;
   searchLimit: number;
   debounceMs: number;
@@ -37,8 +37,10 @@ export const DEFAULTS: EngramSettings = {
   searchMode: DEFAULT_MODE,
 };
 
-/** Keys (relative to `engram.`) whose change needs a new server process. */
-export const RESTART_KEYS = ['server', 'settings'] as const;
+/** Keys (relative to `engram.`) whose change needs a new server process. A change of
+ * `engram.settings` does not: the running server is told (`workspace/didChangeConfiguration`)
+ * and reads them again. */
+export const RESTART_KEYS = ['server'] as const;
 
 /** Reads one key of the `engram` section (e.g. `WorkspaceConfiguration.get`). */
 export type SettingGetter = (key: string) => unknown;
