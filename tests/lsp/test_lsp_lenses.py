@@ -194,4 +194,8 @@ async def test_settings_change_without_a_restart(tmp_path: Path, preset: str) ->
             return "projects/gamma.md" in paths(await search(client, query="Relative"))
 
         await wait_for(back)
-        assert await lenses(client, uri)
+
+        async def shown() -> bool:  # while the vault is re-parsed, its lenses wait for it
+            return bool(await lenses(client, uri))
+
+        await wait_for(shown)

@@ -270,8 +270,8 @@ def test_vscode_e2e_finds_a_server_at_a_long_path_with_spaces(tmp_path: Path) ->
 
 REPO = Path(__file__).resolve().parents[2]
 VSCODE_E2E = f"{REPO}/tests/editors/test_vscode.py::test_end_to_end_in_code_server"
-TOOLS = ["bash", "env", "dirname", "sha256sum", "cut", "cat", "dpkg", "id", "mktemp", "cp"]
-TOOLS += ["mkdir", "tar", "rm", "touch", "gzip", "basename"]
+TOOLS = ["bash", "env", "dirname", "sha256sum", "cut", "cat", "dpkg", "dpkg-query", "id"]
+TOOLS += ["mktemp", "cp", "mkdir", "tar", "rm", "touch", "gzip", "basename"]
 
 
 def _stub(path: Path, body: str) -> None:
@@ -285,7 +285,7 @@ def _contributor_checkout(tmp_path: Path, with_node: bool = True) -> tuple[Path,
     (apt-get is there, logging: it must not be called)."""
     repo = tmp_path / "checkout"
     (repo / "scripts").mkdir(parents=True)
-    for name in ("test.sh", "install_vscode.sh", "install_inspector.sh"):
+    for name in ("test.sh", "install_vscode.sh", "install_inspector.sh", "install_emacs.sh"):
         (repo / "scripts" / name).write_bytes((REPO / "scripts" / name).read_bytes())
         (repo / "scripts" / name).chmod(0o755)
     _stub(repo / "scripts" / "install.sh", "exit 0")
