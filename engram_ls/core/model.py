@@ -128,6 +128,10 @@ class Note:
     """Text after the frontmatter (cut at the configured cap)."""
     body_line: int = 1
     """1-based line of the file on which ``body`` starts."""
+    title_line: int = 1
+    """1-based line of the file where the title is written: the frontmatter's ``title:`` line
+    when the title comes from there, the level-1 heading it comes from, else 1 (the title is
+    the file name)."""
     problems: tuple[Problem, ...] = field(default=())
     properties: tuple[Prop, ...] = ()
     """Every frontmatter value, typed (``core.properties``): what ``where`` compares."""

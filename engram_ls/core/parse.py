@@ -45,7 +45,6 @@ from typing import Any
 from urllib.parse import unquote
 
 from engram_ls.core.config import EngramConfig
-from engram_ls.core.fmscan import comment_start
 from engram_ls.core.frontmatter import Frontmatter, parse_frontmatter, split_frontmatter
 from engram_ls.core.inline import TAG_RE, is_tag_text, parse_iso_day
 from engram_ls.core.model import Heading, Link, LinkKind, Note, Problem, Task
@@ -149,9 +148,11 @@ def parse_note(path: str, data: bytes, config: EngramConfig) -> Note:
     if created is None:
         created = _date_from_name(stem)
 
+    title, title_line = _title(fields, frontmatter, scan.headings, stem)
     return Note(
         path=path,
-        title=_title(fields, scan.headings, stem),
+        title=title,
+        title_line=title_line,
         topics=topics,
         created_at=created[0] if created else None,
         created_ts=created[1] if created else None,
@@ -276,32 +277,20 @@ class _Fields:
         return None if actual is None else (actual, meta[actual])
 
 
-def _title(fields: _Fields, headings: Sequence[Heading], stem: str) -> str:
+def _title(
+    fields: _Fields, frontmatter: Frontmatter | None, headings: Sequence[Heading], stem: str
+) -> tuple[str, int]:
+    """The note's title and the 1-based line it is written on (``Note.title_line``)."""
     found = fields.get("title")
     if found is not None:
         text = scalar_text(found[1]) if not isinstance(found[1], bool) else None
         if text and text.strip():
-            return text.strip()
+            line = frontmatter.key_line(found[0]) if frontmatter is not None else None
+            return text.strip(), line or 1
     for heading in headings:
         if heading.level == 1:
-            return heading.text
-    return stem
-
-
-def title_line(text: str, headings: Callable[[], Iterable[tuple[int, int]]]) -> int:
-    """The 0-based line of a note's text where its title is written: the frontmatter's
-    ``title:`` line when that has a value, else its first level-1 heading, else 0 (the title is
-    the file name). ``text`` may be the note's start only (what holds its frontmatter);
-    ``headings()`` gives the (1-based line, level) of its headings, asked only when needed (from
-    a parsed note, or from the index)."""
-    text = text.removeprefix("\ufeff")
-    block = split_frontmatter(text) if text.startswith("---") else None
-    if block is not None and block.closed:
-        front = Frontmatter(block)
-        line, raw = front.key_line("title"), front.raw_value("title")
-        if line is not None and raw and raw[: comment_start(raw)].strip().strip("'\""):
-            return line - 1
-    return next((line - 1 for line, level in headings() if level == 1), 0)
+            return heading.text, heading.line
+    return stem, 1
 
 
 def _summary(fields: _Fields, keys: Sequence[str]) -> str | None:

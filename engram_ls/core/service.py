@@ -486,8 +486,9 @@ class Engram:
         ``limit`` (default ``limits.workspace_symbols``); an empty query lists recent notes.
 
         Served by the index alone (never a walk of the vault): an index that cannot be opened
-        gives no symbols; one being built gives what it holds so far. A topic points at the
-        newest note using it, on the line that names it (else line 1).
+        gives no symbols; one being built gives what it holds so far. A note points at the line
+        its title is written on; a topic at the newest note using it, on the line that names it
+        (else line 1).
         """
         cap = self.config.limits.workspace_symbols if limit is None else limit
         if not self.vault.root.is_dir():
@@ -508,6 +509,10 @@ class Engram:
                     homes = {
                         h.ref: sym.topic_note(r.conn, h.ref) for h in hits if h.kind == "topic"
                     }
+                    titles = sym.title_lines(r.conn, [h.ref for h in hits if h.kind == "note"])
+                    hits = [
+                        h.at(h.path, titles.get(h.ref, 1)) if h.kind == "note" else h for h in hits
+                    ]
                     found = hits, homes
         except db.Interrupted:
             if cancel is not None and cancel.is_set():

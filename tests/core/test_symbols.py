@@ -156,7 +156,21 @@ def test_headings_carry_their_note(example: Engram) -> None:
 def test_a_heading_repeating_the_title_is_listed_once(example: Engram) -> None:
     hits = example.symbols("SQLite field notes")
     assert names(hits) == [("note", "SQLite field notes")]
-    assert hits[0].line == 0 and hits[0].container == "reference"
+    # The note points at its frontmatter's title: line (line 2 of reference/sqlite.md).
+    assert hits[0].line == 2 and hits[0].container == "reference"
+
+
+def test_a_note_points_at_the_line_its_title_is_written_on(example: Engram) -> None:
+    """title: in the frontmatter, else the # heading the title comes from, else line 1."""
+    by_path = {h.path: h.line for h in example.symbols("") if h.kind == "note"}
+    root = example.vault.root
+    for path, line in by_path.items():
+        text = (root / path).read_text(encoding="utf-8").split("\n")
+        shown = text[line - 1]
+        title = next(h.name for h in example.symbols("") if h.path == path and h.kind == "note")
+        assert shown.startswith(("title:", "# ")) or line == 1, (path, line, shown)
+        if shown.startswith("# "):
+            assert shown[2:].strip() == title, (path, shown, title)
 
 
 def test_topics_point_at_the_newest_note_naming_them(example: Engram) -> None:

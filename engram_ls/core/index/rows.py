@@ -62,7 +62,8 @@ class NoteRows(NamedTuple):
     path: str
     values: tuple[Any, ...]
     """mtime_ns, size, hash, title, created_at, created_ts, summary, topics JSON, body_line,
-    problems JSON, title_key, stem_key: the ``notes`` columns in insert order."""
+    problems JSON, title_key, stem_key, born_ns, title_line: the ``notes`` columns in insert
+    order."""
     topics: tuple[str, ...]
     day: str
     headings: tuple[tuple[int, int, str], ...]
@@ -122,6 +123,7 @@ def note_rows(
         note.title.casefold(),  # title_key, also the folded name of names.mask
         stem_key(note.path),
         born_ns,
+        note.title_line,
     )
     names = _names(note, values[10])
     props = _props(note)
@@ -245,8 +247,8 @@ class Batch:
             note_id = int(
                 c.execute(
                     "INSERT INTO notes (mtime_ns, size, hash, title, created_at, created_ts,"
-                    " summary, topics, body_line, problems, title_key, stem_key, born_ns, path)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    " summary, topics, body_line, problems, title_key, stem_key, born_ns,"
+                    " title_line, path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (*rows.values, rows.path),
                 ).lastrowid
                 or 0
@@ -259,7 +261,7 @@ class Batch:
             c.execute(
                 "UPDATE notes SET mtime_ns = ?, size = ?, hash = ?, title = ?, created_at = ?,"
                 " created_ts = ?, summary = ?, topics = ?, body_line = ?, problems = ?,"
-                " title_key = ?, stem_key = ?, born_ns = ? WHERE id = ?",
+                " title_key = ?, stem_key = ?, born_ns = ?, title_line = ? WHERE id = ?",
                 (*rows.values, note_id),
             )
         children = _ChildRows()
@@ -283,8 +285,8 @@ class Batch:
             first = int(c.execute("SELECT coalesce(max(id), 0) + 1 FROM notes").fetchone()[0])
             c.executemany(
                 "INSERT INTO notes (id, mtime_ns, size, hash, title, created_at, created_ts,"
-                " summary, topics, body_line, problems, title_key, stem_key, born_ns, path)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " summary, topics, body_line, problems, title_key, stem_key, born_ns,"
+                " title_line, path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(first + i, *rows.values, rows.path) for i, rows in enumerate(items)],
             )
         except sqlite3.IntegrityError:

@@ -56,7 +56,7 @@ Layout:
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 17
+SCHEMA_VERSION = 18
 """Stored in ``PRAGMA user_version``. Bump on any change below: old indexes are rebuilt."""
 
 PROP_BITS = 10
@@ -123,7 +123,8 @@ CREATE TABLE notes (
     problems    TEXT,
     title_key   TEXT NOT NULL,
     stem_key    TEXT NOT NULL,
-    born_ns     INTEGER NOT NULL DEFAULT 0  -- when the file was created (file.ctime)
+    born_ns     INTEGER NOT NULL DEFAULT 0, -- when the file was created (file.ctime)
+    title_line  INTEGER NOT NULL DEFAULT 1  -- where the title is written (Note.title_line)
 ) STRICT;
 
 

@@ -46,7 +46,8 @@ class SymbolHit:
     """Vault-relative path of the note; for a topic, of the newest note using it ('' until
     resolved by the caller)."""
     line: int
-    """1-based line of a heading (or of a topic in ``path``); 0 for a whole note."""
+    """1-based line of a heading (or of a topic in ``path``). A note's is 0 while hits are
+    ranked, then the line its title is written on (``Engram.symbols``)."""
     container: str | None
     """A heading's note title, a note's folder, a topic's note count."""
     tier: int

@@ -25,7 +25,7 @@ from lsprotocol import types
 from engram_ls.core.errors import EngramError, IndexUnavailable
 from engram_ls.core.links import scan_links
 from engram_ls.core.navigation import Backlink, backlink_counts
-from engram_ls.core.parse import parse_note, title_line
+from engram_ls.core.parse import parse_note
 from engram_ls.lsp import convert
 from engram_ls.lsp.document import (
     Document,
@@ -89,7 +89,7 @@ async def code_lens(
     units = units_of(ls)
     uri = params.text_document.uri
     locations = await ls.run(link_locations, vault, links, read, units)
-    title = title_line(source, lambda: [(h.line, h.level) for h in note.headings])
+    title = note.title_line - 1
     out = [_lens(uri, title, _count(total, more), locations)]
     if vault.engram.semantic.available:
         out.append(_lens(uri, title, "related", None))

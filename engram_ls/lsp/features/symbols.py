@@ -46,7 +46,6 @@ from engram_ls.core.errors import EngramError
 from engram_ls.core.index.symbol_match import SymbolHit
 from engram_ls.core.model import Heading
 from engram_ls.core.parse import parse_note
-from engram_ls.core.parse import title_line as note_title_line
 from engram_ls.lsp import convert
 
 if TYPE_CHECKING:
@@ -60,36 +59,14 @@ KINDS: dict[str, types.SymbolKind] = {
     "task": types.SymbolKind.Event,
 }
 MARKDOWN_SUFFIXES = (".md", ".markdown")
-TITLE_READ_BYTES = 16_384
-"""How much of a note is read to find its ``title:`` line (beyond it: its heading, or 0)."""
 
 
 # -- workspace/symbol ------------------------------------------------------------------------
 
 
-def title_line(vault: VaultSession, path: str) -> int:
-    """0-based line a note's title comes from (``parse.title_line``), from the start of its
-    file and, when needed, its headings in the index."""
-    head = vault.engram.vault.read_or_none(path, TITLE_READ_BYTES)
-    if head is None:
-        return 0
-
-    def headings() -> list[tuple[int, int]]:
-        try:
-            return [(line, level) for line, level, _text in vault.engram.note_headings(path)]
-        except EngramError:
-            return []
-
-    return note_title_line(head.decode("utf-8", errors="replace"), headings)
-
-
-def workspace_symbol(
-    hit: SymbolHit, vault: VaultSession, several: bool, title_at: int = 0
-) -> types.WorkspaceSymbol:
-    """``title_at``: a note's title line (``title_line``)."""
+def workspace_symbol(hit: SymbolHit, vault: VaultSession, several: bool) -> types.WorkspaceSymbol:
     uri = convert.path_to_uri(vault.root / hit.path)
-    line = title_at if hit.kind == "note" else max(hit.line - 1, 0)
-    start = types.Position(line=line, character=0)
+    start = types.Position(line=max(hit.line - 1, 0), character=0)
     container = hit.container
     if several and hit.kind == "note":
         container = f"{vault.root.name}/{container}" if container else vault.root.name
@@ -224,15 +201,7 @@ async def on_workspace_symbol(
 ) -> list[types.WorkspaceSymbol]:
     ranked = await find_symbols(ls, params.query)
     several = len(ls.vaults) > 1
-
-    def titles() -> list[int]:
-        return [title_line(v, hit.path) if hit.kind == "note" else 0 for hit, v in ranked]
-
-    lines = await ls.run(titles)
-    return [
-        workspace_symbol(hit, vault, several, line)
-        for (hit, vault), line in zip(ranked, lines, strict=True)
-    ]
+    return [workspace_symbol(hit, vault, several) for hit, vault in ranked]
 
 
 async def on_document_symbol(
