@@ -170,7 +170,20 @@ class Frontmatter:
         return None if found is None else found[1]
 
     def _key(self, key: str) -> tuple[int, str] | None:
-        lines = [line.removesuffix("\r") for line in self.block.yaml_text.split("\n")]
+        text = self.block.yaml_text
+        # The common case without splitting the block: the key written as is, at a line's
+        # start (the last such line, as YAML keeps the last value).
+        at = text.rfind(key)
+        while at >= 0:
+            start = text.rfind("\n", 0, at) + 1
+            if start == at:
+                end = text.find("\n", at)
+                line = text[at : end if end >= 0 else len(text)].removesuffix("\r")
+                hit = fmscan.key_at(line)
+                if hit is not None and hit.name == key:
+                    return text.count("\n", 0, at), line[hit.end :].strip()
+            at = text.rfind(key, 0, at)
+        lines = [line.removesuffix("\r") for line in text.split("\n")]
         found = fmscan.key_lines(lines, key)
         if not found:
             folded = key.casefold()
