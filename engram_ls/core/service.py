@@ -35,7 +35,7 @@ from engram_ls.core.git import GitRevision
 from engram_ls.core.health import IndexHealth, Reading
 from engram_ls.core.index import db, prop_stats
 from engram_ls.core.index import symbols as sym
-from engram_ls.core.index.links import NameMatch
+from engram_ls.core.index.links import NameMatch, title_lines
 from engram_ls.core.index.paths import PathChoices, path_choices
 from engram_ls.core.index.prop_stats import PropertyCount, ValueCount
 from engram_ls.core.index.store import Index, IndexStatus
@@ -509,7 +509,7 @@ class Engram:
                     homes = {
                         h.ref: sym.topic_note(r.conn, h.ref) for h in hits if h.kind == "topic"
                     }
-                    titles = sym.title_lines(r.conn, [h.ref for h in hits if h.kind == "note"])
+                    titles = title_lines(r.conn, [h.ref for h in hits if h.kind == "note"])
                     hits = [
                         h.at(h.path, titles.get(h.ref, 1)) if h.kind == "note" else h for h in hits
                     ]

@@ -229,3 +229,14 @@ class LinkQueries:
 def _desc(day: str) -> tuple[int, ...]:
     """Sort key putting later ISO days first."""
     return tuple(-ord(c) for c in day)
+
+
+def title_lines(conn: sqlite3.Connection, note_ids: list[int]) -> dict[int, int]:
+    """The 1-based line each note's title is written on (``Note.title_line``), by note id."""
+    if not note_ids:
+        return {}
+    rows = conn.execute(
+        "SELECT id, title_line FROM notes WHERE id IN (SELECT value FROM json_each(?))",
+        (json.dumps(note_ids),),
+    )
+    return dict(rows.fetchall())

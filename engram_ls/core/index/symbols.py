@@ -676,17 +676,6 @@ def _note_hit(row: Row, tier: int) -> SymbolHit:
 # -- topics: where to jump ---------------------------------------------------------------------
 
 
-def title_lines(conn: sqlite3.Connection, note_ids: list[int]) -> dict[int, int]:
-    """The 1-based line each note's title is written on (``Note.title_line``), by note id."""
-    if not note_ids:
-        return {}
-    rows = conn.execute(
-        "SELECT id, title_line FROM notes WHERE id IN (SELECT value FROM json_each(?))",
-        (json.dumps(note_ids),),
-    )
-    return dict(rows.fetchall())
-
-
 def topic_note(conn: sqlite3.Connection, topic_id: int) -> str | None:
     """Path of the newest note using a topic, or None."""
     row = conn.execute(
