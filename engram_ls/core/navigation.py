@@ -178,19 +178,19 @@ def backlinks(
     return out
 
 
-def backlink_counts(links: Sequence[Backlink], headings: Sequence[str]) -> tuple[int, list[int]]:
-    """How many of a note's backlinks there are (``backlinks`` with no heading), and how many
-    name each of ``headings`` by their anchor (the counts in the order given)."""
-    counts = [0] * len(headings)
+def named_headings(links: Sequence[Backlink], headings: Sequence[str]) -> list[int | None]:
+    """For each of a note's backlinks (``backlinks`` with no heading), the index in
+    ``headings`` of the first heading its anchor names, or None (no anchor, a block ref, or
+    no such heading)."""
+    out: list[int | None] = []
     for link in links:
         wanted = checkable_anchor(link.span.anchor)
-        if wanted is None:
-            continue
-        for i, heading in enumerate(headings):
-            if heading_matches(wanted, heading):
-                counts[i] += 1
-                break
-    return len(links), counts
+        out.append(
+            None
+            if wanted is None
+            else next((i for i, h in enumerate(headings) if heading_matches(wanted, h)), None)
+        )
+    return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -105,6 +105,19 @@ def buffers(ls: EngramLanguageServer, vault: VaultSession) -> Callable[[str], st
     return read
 
 
+def read_once(read: Callable[[str], str | None]) -> Callable[[str], str | None]:
+    """``read``, each note read once: for a request that reads the notes linking to one note
+    twice (the core, to confirm their links; the answer, for the links' ranges)."""
+    seen: dict[str, str | None] = {}
+
+    def again(rel: str) -> str | None:
+        if rel not in seen:
+            seen[rel] = read(rel)
+        return seen[rel]
+
+    return again
+
+
 def index_ready(vault: VaultSession) -> bool:
     """Blocking: whether the index can answer now, without a scan of every note while the
     first build runs."""

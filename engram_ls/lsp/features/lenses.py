@@ -17,28 +17,26 @@ asked to refresh them (when it can be) after the index changed and after a setti
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
 from engram_ls.core.errors import EngramError, IndexUnavailable
 from engram_ls.core.links import scan_links
-from engram_ls.core.navigation import Backlink, backlink_counts
+from engram_ls.core.navigation import Backlink, named_headings
 from engram_ls.core.parse import parse_note
 from engram_ls.lsp import convert
 from engram_ls.lsp.document import (
     Document,
     buffers,
-    line_of,
     link_locations,
+    read_once,
+    strip_cr,
     units_of,
 )
 
 if TYPE_CHECKING:
     from engram_ls.lsp.server import EngramLanguageServer
-
-log = logging.getLogger(__name__)
 
 SHOW_REFERENCES = "engram.showReferences"
 """The backlinks lens's command (run by the editor): ``[uri, position, locations]``."""
@@ -73,7 +71,7 @@ async def code_lens(
         return None
     await ls.ready()
     await vault.settled()
-    read = buffers(ls, vault)
+    read = read_once(buffers(ls, vault))
     note = await ls.run(parse_note, rel, source.encode("utf-8", "replace"), vault.config)
     headings = [h for h in note.headings if h.level > 1]
     try:
@@ -84,28 +82,23 @@ async def code_lens(
         return None
     except EngramError as exc:
         raise convert.to_jsonrpc_error(exc) from None
-    total, counts = backlink_counts(links, [h.text for h in headings])
-    more = total >= MAX_BACKLINKS
-    units = units_of(ls)
+    more = len(links) >= MAX_BACKLINKS
     uri = params.text_document.uri
-    locations = await ls.run(link_locations, vault, links, read, units)
+    locations = await ls.run(link_locations, vault, links, read, units_of(ls))
     title = note.title_line - 1
-    out = [_lens(uri, title, _count(total, more), locations)]
+    out = [_lens(uri, title, _count(len(links), more), locations)]
     if vault.engram.semantic.available:
         out.append(_lens(uri, title, "related", None))
-    for heading, count in zip(headings, counts, strict=True):
-        if count:
-            named = [
-                loc
-                for loc, link in zip(locations, links, strict=True)
-                if _names(link, heading.text)
-            ]
-            out.append(_lens(uri, heading.line - 1, _count(count, False), named))
+    named: list[list[types.Location]] = [[] for _ in headings]
+    for location, at in zip(
+        locations, named_headings(links, [h.text for h in headings]), strict=True
+    ):
+        if at is not None:
+            named[at].append(location)
+    for heading, found in zip(headings, named, strict=True):
+        if found:
+            out.append(_lens(uri, heading.line - 1, _count(len(found), False), found))
     return out
-
-
-def _names(link: Backlink, heading: str) -> bool:
-    return backlink_counts([link], [heading])[1][0] == 1
 
 
 async def inlay_hints(
@@ -131,10 +124,11 @@ async def inlay_hints(
     except EngramError as exc:
         raise convert.to_jsonrpc_error(exc) from None
     units = units_of(ls)
+    lines = source.split("\n")
     out = []
     for found in titles:
         span = found.span
-        text = line_of(source, span.line)
+        text = strip_cr(lines[span.line])
         out.append(
             types.InlayHint(
                 position=types.Position(line=span.line, character=units(text[: span.end])),

@@ -56,6 +56,7 @@ from engram_ls.lsp.document import (
     link_locations,
     locate,
     location,
+    read_once,
     span_range,
     to_column,
     units_of,
@@ -301,7 +302,7 @@ async def references(
         if target is None or target.resolution.note is None:
             return None
         path, heading = target.resolution.note.path, target.heading
-    read = buffers(ls, vault)
+    read = read_once(buffers(ls, vault))
     try:
         links: list[Backlink] = await ls.run(
             lambda: vault.engram.backlinks(path, heading, read_text=read, limit=MAX_REFERENCES)
