@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -177,7 +177,6 @@ class VaultSessions:
     def __init__(self, run: Runner) -> None:
         self._run = run
         self._by_root: dict[Path, VaultSession] = {}
-        self._roots: list[Path] = []
 
     def __iter__(self) -> Any:
         return iter(list(self._by_root.values()))
@@ -197,12 +196,12 @@ class VaultSessions:
         folders are the client's root or workspace folders (not a vault found above a note)."""
         given = {f.resolve() for f in folders if f.is_dir()}
         roots = sorted({vault_root(f) for f in given})
-        self._roots = sorted({*self._roots, *roots, *self._by_root})
+        every = {*roots, *self._by_root}
         created = []
         for root in roots:
             if root in self._by_root:
                 continue
-            config, warnings = self._config(root, settings)
+            config, warnings = self._config(root, settings, every)
             vault = VaultSession(root, Engram(root, config=config), self._run, warnings)
             vault.client_folder = client_folders and root in given
             self._by_root[root] = vault
@@ -210,14 +209,14 @@ class VaultSessions:
         return created
 
     def _config(
-        self, root: Path, settings: dict[str, Any] | None
+        self, root: Path, settings: dict[str, Any] | None, roots: Iterable[Path]
     ) -> tuple[EngramConfig, list[str]]:
-        """A vault's configuration: its file, ``settings`` on top, the vaults nested in it
-        excluded."""
+        """A vault's configuration: its file, ``settings`` on top, the vaults of ``roots``
+        nested in it excluded."""
         config, warnings = load_config(root, settings)
         nested = [
             r.relative_to(root).as_posix() + "/**"
-            for r in self._roots
+            for r in roots
             if r != root and r.is_relative_to(root)
         ]
         if nested:
@@ -232,7 +231,7 @@ class VaultSessions:
         when what parsing depends on changed). The (old, new) pairs; unchanged vaults stay."""
         replaced = []
         for root, old in list(self._by_root.items()):
-            config, warnings = self._config(root, settings)
+            config, warnings = self._config(root, settings, self._by_root)
             if config == old.config:
                 continue
             old.stop()
