@@ -230,6 +230,10 @@ class EngramLanguageServer(LanguageServer):
         await self.ready()
         settings = self.vault_settings = await self._settings(pushed)
         for old, new in self.vaults.reconfigure(settings):
+            if new is old:  # the same configuration, with problems to tell (bad values)
+                for warning in new.warnings:
+                    self.message(f"Engram ({new.root.name}): {warning}")
+                continue
             log.info("new settings for %s: reopening its index", new.root)
             if old.watcher is not None:
                 old.watcher.stop()

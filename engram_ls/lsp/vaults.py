@@ -228,11 +228,15 @@ class VaultSessions:
     ) -> list[tuple[VaultSession, VaultSession]]:
         """Apply new settings: each vault whose configuration they change is stopped and made
         again with it (a new ``Engram``; its index is reconciled by the caller, and re-parsed
-        when what parsing depends on changed). The (old, new) pairs; unchanged vaults stay."""
+        when what parsing depends on changed). The (old, new) pairs; an unchanged vault stays,
+        paired with itself when the settings have problems to report (its ``warnings``)."""
         replaced = []
         for root, old in list(self._by_root.items()):
             config, warnings = self._config(root, settings, self._by_root)
             if config == old.config:
+                old.warnings = warnings
+                if warnings:
+                    replaced.append((old, old))
                 continue
             old.stop()
             new = VaultSession(root, Engram(root, config=config), self._run, warnings)

@@ -199,3 +199,36 @@ async def test_settings_change_without_a_restart(tmp_path: Path, preset: str) ->
             return bool(await lenses(client, uri))
 
         await wait_for(shown)
+
+
+async def test_hostile_settings_change_nothing_and_say_why(tmp_path: Path) -> None:
+    """Settings that are not a mapping, keys with bad values, a glob built to stall a matcher:
+    the server keeps answering, reports the bad keys, and the notes stay searchable."""
+    from tests.conftest import copy_tree
+
+    root = copy_tree(DATA / "links", tmp_path / "links")
+    async with lsp_session([root], "neovim") as client:
+        await wait_ready(client)
+
+        async def answers() -> bool:
+            await wait_ready(client)
+            return "alpha.md" in paths(await search(client, query="Second"))
+
+        for section in (5, "x", [1, 2]):  # not a mapping: ignored
+            client.set_configuration(section, section="engram")
+            client.workspace_did_change_configuration(
+                types.DidChangeConfigurationParams(settings={"engram": section})
+            )
+            await wait_for(answers)
+        client.set_configuration({"limits": {"max_results": "lots"}, "editor": 3}, section="engram")
+        client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+
+        async def reported() -> bool:
+            shown = " ".join(m.message for m in client.messages)
+            return "max_results" in shown and "'editor'" in shown
+
+        await wait_for(reported)
+        await wait_for(answers)
+        client.set_configuration({"exclude": ["**/" * 200 + "*a" * 50]}, section="engram")
+        client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+        await wait_for(answers)  # alpha.md has no 'a' run of that shape: still a note
