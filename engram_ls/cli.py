@@ -297,7 +297,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         out.write(f"revision:   {rev.commit} ({state})\n")
     if status.moved_aside:
         moved = status.moved_aside
-        out.write(f"moved aside: {moved['path']} ({moved['reason']}: {moved.get('detail')})\n")
+        why = moved["reason"] + (f": {moved['detail']}" if moved.get("detail") else "")
+        out.write(f"moved aside: {moved['path']} ({why})\n")
     for p in problems:
         where = f"{p['path']}:{p['line']}" if p.get("line") else p["path"]
         out.write(f"{where}: {p['code']}: {p['message']}\n")

@@ -193,3 +193,23 @@ def test_one_note_is_said_in_the_singular(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert ": 1 note, 0 topics (" in proc.stdout
     assert "1 note has problems" in proc.stdout
+
+
+def test_status_names_an_index_moved_aside_for_its_version(
+    vault_copy: Callable[[str], Path],
+) -> None:
+    """An index of another schema version is moved aside and rebuilt; status says so in plain
+    words (it printed "(version: None)")."""
+    import sqlite3
+
+    from engram_ls.core.index.schema import SCHEMA_VERSION
+
+    root = vault_copy("tags")
+    assert engram_in_process("index", str(root)).returncode == 0
+    conn = sqlite3.connect(root / ".engram" / "index.sqlite")
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION - 1}")
+    conn.close()
+    assert engram_in_process("index", str(root)).returncode == 0
+    out = engram_in_process("status", str(root)).stdout
+    (line,) = [x for x in out.splitlines() if x.startswith("moved aside: ")]
+    assert line.endswith("(version)") and ".version-" in line, line
