@@ -3,7 +3,7 @@
     python benchmarks/bench_lsp.py VAULT [--index FILE] [--repeat N] [--no-cold] [--json OUT]
                                          [--shape standard|low-alphabet]
                                          [--only warm [--runs N] [--baseline TREE]]
-                                         [--only semantic --index FILE [--runs N]]
+                                         [--only semantic --index FILE [--runs N] [--baseline TREE]]
 
 Three server sessions on VAULT, each a new ``engram-ls`` process (index file from ``--index``,
 passed as ENGRAM_INDEX; a temporary one when absent):
@@ -668,17 +668,29 @@ async def search_rounds(
 
 
 async def semantic_rounds(
-    vault: Path, index: Path, repeat: int, rounds: int, settle_s: float = 0.0
+    vault: Path,
+    index: Path,
+    repeat: int,
+    rounds: int,
+    settle_s: float = 0.0,
+    baseline: Path | None = None,
 ) -> dict[str, Any]:
     """Only search by meaning (``benchlib.semantic_mix``), through a VS Code-like server per
     round with semantic search on: it first embeds what the index lacks (timed: chunks/s),
     then every kind is timed (with the server's own time, the answers' ``elapsed_ms``); the
-    server's RSS once ready and after the queries; ``settle_s`` as in ``queries``."""
+    server's RSS once ready and after the queries; ``settle_s`` as in ``queries``. With
+    ``baseline``, a server of that code tree and one of this tree take turns in each round
+    (each round in the other order); each row names its ``tree``."""
     vault = vault.resolve()
-    _trees("semantic", index, None)
+    trees = _trees("semantic", index, baseline)
     out: dict[str, Any] = {"rounds": [], "index_bytes": index.stat().st_size, "settle_s": settle_s}
-    for _ in range(rounds):
-        s = Session(vault, index, "visual-studio-code", settings={})
+    turns = [
+        (name, code)
+        for i in range(rounds)
+        for name, code in (list(trees.items()) if i % 2 == 0 else reversed(trees.items()))
+    ]
+    for tree, code in turns:
+        s = Session(vault, index, "visual-studio-code", code, settings={})
         try:
             await s.start()
             t0 = time.perf_counter()
@@ -692,6 +704,7 @@ async def semantic_rounds(
                     raise TimeoutError(f"semantic not ready: {v['semantic']}")
                 await asyncio.sleep(0.5)
             row: dict[str, Any] = {
+                "tree": tree,
                 "embed_wait_s": round(time.perf_counter() - t0, 2),
                 "embedded_before": first["embedded"] if first else None,
                 "semantic": v["semantic"],
@@ -814,7 +827,9 @@ def main() -> int:
     if args.only == "semantic":
         if args.index is None:
             ap.error("--only semantic needs --index (an index built beforehand)")
-        rounds = semantic_rounds(args.vault, args.index, args.repeat, args.runs, args.settle)
+        rounds = semantic_rounds(
+            args.vault, args.index, args.repeat, args.runs, args.settle, args.baseline
+        )
         b.emit(asyncio.run(rounds), args.json)
         return 0
     if args.only == "warm":

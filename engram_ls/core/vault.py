@@ -10,6 +10,7 @@ write, move and folder scan of a note goes through it.
 from __future__ import annotations
 
 import os
+import re
 import stat as stat_mod
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path, PurePosixPath
@@ -107,6 +108,10 @@ def _utf8(text: str) -> bool:
     return True
 
 
+_AS_IS = re.compile(r"[A-Za-z0-9_.~/-]*")
+"""The characters a URI keeps as they are (``quote_from_bytes``' safe ones and ``/``)."""
+
+
 class Vault:
     """A folder of notes. Holds no note data; every call goes to the file system."""
 
@@ -115,6 +120,7 @@ class Vault:
             raise NotFound(f"vault folder does not exist: {root}", data={"path": str(root)})
         self.root = root.resolve()
         self._root_s = self.root.as_posix()
+        self._root_uri = "file://" + quote_from_bytes(os.fsencode(self._root_s))
         self.config = config
         self.filter = PathFilter(config)
 
@@ -227,6 +233,8 @@ class Vault:
 
     def uri(self, rel_path: str) -> str:
         """The ``file://`` URI of a vault path (as ``Path.as_uri`` would give, but cheaper)."""
+        if rel_path.isascii() and _AS_IS.fullmatch(rel_path):  # most paths: nothing quoted
+            return f"{self._root_uri}/{rel_path}"
         return "file://" + quote_from_bytes(os.fsencode(f"{self._root_s}/{rel_path}"))
 
     # -- walking ---------------------------------------------------------------------------

@@ -716,3 +716,58 @@ def test_embedding_reads_nothing_it_should_not(vault: Path, tmp_path: Path) -> N
     glob = "/".join(["**"] * 200) + "/*a*a*a*a*a*a*a*a*a*a*b.md"
     assert e.search({"query": "bicycle", "mode": "semantic", "path": glob}).total == 0
     e.close()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_nearest_chunks_equal_a_full_sort_of_the_distances(seed: int) -> None:
+    """The chunks taken by Hamming distance are the ``k`` nearest of a stable sort of every
+    distance (ties in table order), whether the bound guessed from a sample holds or not:
+    codes of few distinct bits (many ties), masks, a ``k`` near the table's size; and the
+    re-scoring by table lookup equals the bits unpacked and multiplied."""
+    from engram_ls.core.semantic import vectors
+    from engram_ls.core.semantic.vectors import Codes, CodeTable, code_of
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 60_000))
+    flips = rng.random((n, 256)) < rng.choice([0.02, 0.2, 0.5])
+    words = np.packbits(flips, axis=1).view(">u8").reshape(n, 4).T.astype(np.uint64)
+    table = CodeTable()
+    table.codes = Codes(
+        np.arange(1, n + 1, dtype=np.int64), rng.integers(1, 500, n).astype(np.int32), words
+    )
+    zero = bytes(32)
+    d = table.distances(zero)
+    among = rng.choice(500, 250, replace=False) if seed % 2 else None
+    passing = np.ones(n, bool) if among is None else np.isin(table.codes.notes, among)
+    for k in (1, 50, 4096, n):
+        want = np.flatnonzero(passing)[np.argsort(d[passing], kind="stable")][:k]
+        ids, _ = table.nearest(zero, k, among=among)
+        assert ids.tolist() == (want + 1).tolist()
+        taken = table._hamming(table.codes, zero, k, among, ordered=False)
+        assert sorted(taken.tolist()) == sorted(want.tolist())
+    q = rng.standard_normal(256).astype(np.float32)
+    q /= np.linalg.norm(q)
+    bits = np.unpackbits(words[:, :300].T.astype(">u8").view(np.uint8), axis=1)
+    looked_up = vectors._byte_sums(q)[
+        words[:, :300].T.astype(">u8").view(np.uint8).astype(np.intp) + vectors._BYTE_AT
+    ].sum(axis=1)
+    assert np.allclose(looked_up, bits.astype(np.float32) @ q, atol=1e-5)
+    assert len(table.closest(q, 10, depth=4096)[0]) == min(10, n)
+    assert code_of(q[None, :])  # the query's code is of the same 256 bits
+
+
+def test_a_bound_guessed_from_a_sample_that_misleads_falls_back_to_every_distance() -> None:
+    """The sample holds every near chunk (one in eight of the table, at its sampled places):
+    its bound holds too few, and the histogram of every distance gives the ``k`` nearest."""
+    from engram_ls.core.semantic.vectors import SAMPLE_STEP, Codes, CodeTable
+
+    n = 40_000
+    words = np.full((4, n), np.iinfo(np.uint64).max, dtype=np.uint64)
+    words[:, : 20 * SAMPLE_STEP : SAMPLE_STEP] = 0  # 20 chunks at distance 0, all sampled
+    words[0, 1:4000:SAMPLE_STEP] = np.iinfo(np.uint64).max >> 1  # 500 at 255, none sampled
+    table = CodeTable()
+    table.codes = Codes(np.arange(n, dtype=np.int64), np.ones(n, np.int32), words)
+    d = table.distances(bytes(32))
+    ids, _ = table.nearest(bytes(32), 50)
+    assert ids.tolist() == np.argsort(d, kind="stable")[:50].tolist()
+    assert d[ids[19]] == 0 and d[ids[20]] == 255

@@ -123,3 +123,16 @@ def test_stat_read_and_write_agree_with_the_walk_on_symlinks(tmp_path: Path) -> 
     vault.write("link.md", b"# y\n", overwrite=True)  # writes the target, keeps the link
     assert os.path.islink(root / "link.md")
     assert (root / "real" / "in.md").read_bytes() == b"# y\n"
+
+
+@pytest.mark.parametrize(
+    "rel",
+    ["a/b.md", "x~y_z-1.2.md", "a b/c#.md", "é/x.md", "%41.md", "a?b&c.md", "emoji 🙂.md", ""],
+)
+def test_a_note_s_uri_is_its_path_s_file_uri(tmp_path: Path, rel: str) -> None:
+    """Whatever the characters of the vault's folder and of the note's path (the common ones
+    taken as they are, the others quoted), the URI is ``Path.as_uri``'s."""
+    root = tmp_path / "a vault 100% é"
+    root.mkdir()
+    vault = Vault(root, EngramConfig())
+    assert vault.uri(rel) == (root.resolve() / rel).as_uri() + ("/" if not rel else "")
