@@ -690,6 +690,7 @@ async def semantic_rounds(
         for name, code in (list(trees.items()) if i % 2 == 0 else reversed(trees.items()))
     ]
     for tree, code in turns:
+        print(f"bench_lsp: semantic round of {tree}", file=sys.stderr, flush=True)
         s = Session(vault, index, "visual-studio-code", code, settings={})
         try:
             await s.start()

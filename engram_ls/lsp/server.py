@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sys
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
@@ -39,6 +40,7 @@ from engram_ls.core.sync import SyncReport
 from engram_ls.core.vault import find_vault_root
 from engram_ls.core.watch import VaultWatcher
 from engram_ls.lsp import convert, stdio
+from engram_ls.lsp.executor import LifoExecutor
 from engram_ls.lsp.vaults import VaultSession, VaultSessions
 
 log = logging.getLogger("engram_ls.lsp")
@@ -47,6 +49,8 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 CONFIG_SECTION = "engram"
+WORKERS = min(32, (os.cpu_count() or 1) + 4)
+"""Worker threads at most (``ThreadPoolExecutor``'s default, which pygls used)."""
 SHUTDOWN_WAIT_S = 1.0
 """Longest wait of ``shutdown`` for the requests before it (a client that sent one it no
 longer waits for must not wait for ``shutdown`` either)."""
@@ -140,6 +144,14 @@ class EngramLanguageServer(LanguageServer):
         """Wait until the vaults exist (after ``initialized``); their builds may still run."""
         if self._setup is not None and not self._setup.done():
             await asyncio.shield(self._setup)
+
+    @property
+    def thread_pool(self) -> LifoExecutor:  # type: ignore[override]
+        """The worker threads (``lsp/executor.py``: the most recently idle one first, so that
+        requests one at a time find its connection's page cache warm)."""
+        if self._thread_pool is None:
+            self._thread_pool = LifoExecutor(WORKERS)  # type: ignore[assignment]
+        return self._thread_pool  # type: ignore[return-value]
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """Run blocking core work (SQLite, file reads) off the event loop."""

@@ -19,11 +19,16 @@ from pathlib import Path
 BUSY_TIMEOUT_MS = 10_000
 """How long a connection waits for another process's lock; ``$ENGRAM_BUSY_TIMEOUT_MS``
 overrides it (the reliability tests hold a lock longer than a short timeout)."""
-READ_CACHE_KB = 2_000
+READ_CACHE_KB = 2_500
 """Page cache of every connection (one per thread): small, so a server's memory stays flat. A
-server has a connection in each of its pool threads (up to seven); at 8 MB each their caches
-grew by ~48 MiB over a query mix at 100k notes, for no measurable gain in query time (the
-file's pages are in the OS page cache either way)."""
+server has a connection in each of its worker threads; at 8 MB each their caches grew by ~48
+MiB over a query mix at 100k notes, for no measurable gain in query time (the file's pages are
+in the OS page cache either way). 2.5 MB (about 600 pages) holds what one search by meaning
+reads at 100k notes, about 500 pages (256 leaves of the vectors and 88 of their table's inner
+pages, the chunks and the notes of 50 hits): at 2 MB (about 480) a least-recently-used cache
+that a search runs through in a cycle longer than it keeps none of its pages, and every search
+read all 500 from the OS again, the inner pages too. The language server gives calls to the
+thread idle last (``lsp/executor.py``), so one connection's cache is the warm one."""
 BUILD_CACHE_KB = 64_000
 """Page cache of the connection that writes a large batch (measured ~15 % faster builds)."""
 PROGRESS_STEPS = 2000
