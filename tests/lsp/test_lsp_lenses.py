@@ -232,3 +232,59 @@ async def test_hostile_settings_change_nothing_and_say_why(tmp_path: Path) -> No
         client.set_configuration({"exclude": ["**/" * 200 + "*a" * 50]}, section="engram")
         client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
         await wait_for(answers)  # alpha.md has no 'a' run of that shape: still a note
+
+
+async def backlink_lenses(client: LanguageClient, uri: str) -> dict[int, str]:
+    """The "N backlinks" lenses by line (not "related")."""
+    return {
+        lens.range.start.line: lens.command.title
+        for lens in await lenses(client, uri)
+        if lens.command and "backlink" in lens.command.title
+    }
+
+
+@pytest.mark.parametrize("attack", ["symlink-out", "fifo", "bad-utf8", "huge-line"])
+async def test_lenses_and_hints_when_a_linking_note_turns_hostile(
+    tmp_path: Path, attack: str
+) -> None:
+    """After the index was built, the one note linking to ``target.md`` is swapped for a
+    symlink to a file outside the vault (which links to the target too), a FIFO, invalid UTF-8,
+    or one line of 3 MB, and nobody tells the server (a client that does not watch). Lenses,
+    references and inlay hints still answer at once and agree; nothing outside the vault is
+    read (no backlink from it, no range of it); a readable note still counts."""
+    import os
+
+    root = tmp_path / "vault"
+    (root / ".engram").mkdir(parents=True)
+    (root / "target.md").write_text("# Target\n\n## Part\n\nbody\n", encoding="utf-8")
+    (root / "a.md").write_text("# A\n\nsee [[target]] and [[target#Part]]\n", encoding="utf-8")
+    outside = tmp_path / "outside.md"
+    outside.write_text("# Secret\n\n" + "[[target]] " * 40 + "\n", encoding="utf-8")
+    async with lsp_session([root], "visual-studio-code") as client:
+        await wait_ready(client)
+        uri = (root / "target.md").as_uri()
+        before = await backlink_lenses(client, uri)
+        assert before == {0: "2 backlinks", 2: "1 backlink"}, before
+        a = root / "a.md"
+        a.unlink()
+        if attack == "symlink-out":
+            a.symlink_to(outside)
+        elif attack == "fifo":
+            os.mkfifo(a)
+        elif attack == "bad-utf8":
+            a.write_bytes(b"# A\n\nsee \xff\xfe [[target]] and [[target#Part]]\n")
+        else:
+            a.write_text("# A\n\n" + "x" * 3_000_000 + " [[target]]\n", encoding="utf-8")
+        after = await backlink_lenses(client, uri)
+        found = await references(client, uri, 0)
+        a_uri = (root / "a.md").as_uri()
+        open_doc(client, a_uri, "# A\n\nsee [[target]] and [[target#Part]]\n")  # the editor's copy
+        assert all("Secret" not in str(h.label) for h in await hints(client, a_uri))
+        if attack == "huge-line":  # still a note of the vault that links there
+            assert after == {0: "1 backlink"}, after
+            assert [loc.uri for loc in found] == [a_uri], found
+        else:  # nothing to read from inside (an invalid UTF-8 note is never edited, nor read
+            # here: search still finds it, with its encoding problem): no backlink from it
+            assert after.get(0, "0 backlinks") == "0 backlinks", after
+            assert all(loc.uri != a_uri for loc in found), found
+        assert all(loc.uri.startswith(root.as_uri()) for loc in found), found
