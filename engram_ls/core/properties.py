@@ -25,6 +25,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
+import sys
 from collections.abc import Mapping
 from typing import Any, Literal, NamedTuple
 
@@ -120,6 +121,8 @@ def _add(out: list[Prop], meta: Mapping[Any, Any], prefix: str, depth: int, item
     for key, value in meta.items():
         name = prefix + (key if isinstance(key, str) else scalar_text(key) or "null").casefold()
         if len(name) <= MAX_NAME:
+            # one string of each name: a parse process's chunk of notes pickles it once
+            name = sys.intern(name)
             if type(value) is str and depth <= MAX_DEPTH:  # most values: _value without its calls
                 out.append(_text(name, value, item))
             else:
