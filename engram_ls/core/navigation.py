@@ -134,13 +134,18 @@ def _names(queries: LinkQueries, note: NoteRef) -> set[str]:
     return {k for k in keys if k}
 
 
-def read_file_text(vault: Vault, rel: str) -> str | None:
-    """A note's text, or None when it cannot be read or is not UTF-8 (never rewritten)."""
+def read_file_text(vault: Vault, rel: str, *, strict: bool = True) -> str | None:
+    """A note's text, or None when it cannot be read; when it is not UTF-8, None too with
+    ``strict`` (text that is edited and written back: never rewritten), else its bytes
+    decoded as the index parsed them (an undecodable byte is U+FFFD), for reading only
+    (backlinks, related notes: the index holds such a note's links)."""
     data = vault.read_or_none(rel)
-    try:
-        return None if data is None else data.decode("utf-8")
-    except UnicodeDecodeError:
+    if data is None:
         return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None if strict else data.decode("utf-8", errors="replace")
 
 
 def backlinks(

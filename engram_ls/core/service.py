@@ -556,9 +556,13 @@ class Engram:
                 return fn(r.conn, self.vault, *args)
         raise r.unavailable(f"{what} need a built index")
 
-    def read_text(self, rel: str) -> str | None:
-        """A note's text from disk (None when unreadable or not UTF-8)."""
-        return nav.read_file_text(self.vault, rel)
+    def read_text(self, rel: str, *, strict: bool = True) -> str | None:
+        """A note's text from disk: None when unreadable, and when not UTF-8 with ``strict``
+        (for edits), else decoded as the index parsed it (``nav.read_file_text``)."""
+        return nav.read_file_text(self.vault, rel, strict=strict)
+
+    def _read_lenient(self, rel: str) -> str | None:
+        return self.read_text(rel, strict=False)
 
     def _note_path(self, path: str) -> str:
         rel = self.vault.rel(path)
@@ -603,7 +607,7 @@ class Engram:
     ) -> list[nav.Backlink]:
         """Links to a note (or to one of its headings), at their exact places."""
         rel = self._note_path(path)
-        return self._links(nav.backlinks, rel, heading, read_text or self.read_text, limit)
+        return self._links(nav.backlinks, rel, heading, read_text or self._read_lenient, limit)
 
     def link_titles(self, source: str, spans: Sequence[LinkSpan]) -> list[nav.LinkTitle]:
         """The titles of the notes that ``spans`` (links of note ``source``) name by file
@@ -621,7 +625,7 @@ class Engram:
         if limit < 1 or limit > 200:
             raise InvalidRequest("limit must be between 1 and 200")
         rel = self._note_path(path)
-        out = self._links(nav.related, rel, self.read_text, limit)
+        out = self._links(nav.related, rel, self._read_lenient, limit)
         out["similar"] = similar_notes(self, rel, limit)
         out["related"] = nav.fuse_related(out, limit)
         return out

@@ -87,9 +87,13 @@ def is_base_uri(uri: str) -> bool:
     return unquote(uri).lower().split("?")[0].endswith(".base")
 
 
-def buffers(ls: EngramLanguageServer, vault: VaultSession) -> Callable[[str], str | None]:
+def buffers(
+    ls: EngramLanguageServer, vault: VaultSession, *, strict: bool = False
+) -> Callable[[str], str | None]:
     """A ``read_text`` for the core: the editor's buffer of a note when it is open, else the
-    file. The buffers are copied now (on the event loop), so the core may run in a thread."""
+    file (not UTF-8: decoded as the index parsed it, or None with ``strict``, for text that
+    is edited: ``Engram.read_text``). The buffers are copied now (on the event loop), so the
+    core may run in a thread."""
     open_texts: dict[str, str] = {}
     for doc in list(ls.workspace.text_documents.values()):
         path = convert.uri_to_path(doc.uri)
@@ -100,7 +104,7 @@ def buffers(ls: EngramLanguageServer, vault: VaultSession) -> Callable[[str], st
 
     def read(rel: str) -> str | None:
         text = open_texts.get(rel)
-        return text if text is not None else engram.read_text(rel)
+        return text if text is not None else engram.read_text(rel, strict=strict)
 
     return read
 

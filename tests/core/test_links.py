@@ -284,3 +284,27 @@ def test_apply_edits_and_encoding() -> None:
     out = apply_edits(text, [TextEdit(0, 4, 5, "Yy"), TextEdit(1, 4, 5, "Z")])
     assert out == "a [[Yy]] b\r\nc [[Z]]\n"
     assert encode_md_path("a b/(c)%.md") == "a%20b/%28c%29%25.md"
+
+
+def test_a_note_that_is_not_utf8_is_a_backlink_but_never_edited(
+    vault_copy: Callable[[str], Path],
+) -> None:
+    """A note with a stray byte is indexed (its undecodable bytes replaced, an encoding
+    problem reported), so its links are backlinks and related notes like any other, at the
+    places the index parsed; a move plans no edit of it (it would be written back changed),
+    and its bytes stay as they were."""
+    root = vault_copy("links")
+    latin = root / "latin.md"
+    raw = b"# Latin\n\ncaf\xe9 au lait, see [[Alpha]]\n"
+    latin.write_bytes(raw)
+    engram = Engram(root)
+    engram.open()
+    engram.sync()
+    found = [b for b in engram.backlinks("alpha.md") if b.source == "latin.md"]
+    assert [(b.span.line, b.span.start) for b in found] == [(2, 18)]  # "caf\ufffd au lait, see "
+    related = engram.related_notes("alpha.md")
+    assert "latin.md" in {r["path"] for r in related["backlinks"]}
+    plan = engram.plan_move([("alpha.md", "archive/Alpha Renamed.md")])
+    assert "latin.md" not in {f.path for f in plan.files}
+    engram.move("alpha.md", "archive/Alpha Renamed.md")
+    assert latin.read_bytes() == raw

@@ -503,7 +503,7 @@ async def will_rename(
     changes: dict[str, list[types.TextEdit]] = {}
     for vault, moves in by_vault.values():
         await vault.settled()
-        read = buffers(ls, vault)
+        read = buffers(ls, vault, strict=True)  # the notes it plans to edit
         try:
             plan = await ls.run(lambda v=vault, m=moves, r=read: v.engram.plan_move(m, read_text=r))
         except IndexUnavailable as exc:
