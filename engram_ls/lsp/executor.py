@@ -71,26 +71,24 @@ class LifoExecutor(Executor):
     def _work(self, call: _Call | None) -> None:
         me = _Worker()
         while call is not None:
-            future, fn, args, kwargs = call
-            if future.set_running_or_notify_cancel():
-                try:
-                    result = fn(*args, **kwargs)
-                except BaseException as exc:
-                    future.set_exception(exc)
-                else:
-                    future.set_result(result)
-            del future, fn, args, kwargs  # nothing of a call kept while idle
+            future, outcome = _run(call)
+            call = None  # nothing of a call is kept while the thread waits
+            waits = False
             with self._lock:
                 if self._waiting:
                     call = self._waiting.popleft()
-                    continue
-                if self._shutdown:
-                    return
-                me.call = None
-                me.wake.clear()
-                self._idle.append(me)
-            me.wake.wait()
-            call = me.call
+                elif not self._shutdown:
+                    me.call = None
+                    me.wake.clear()
+                    self._idle.append(me)
+                    waits = True
+            # The caller learns of its call only now that this thread is idle again (or has
+            # its next call): a call it makes at once comes back to this thread.
+            _settle(future, outcome)
+            del future, outcome
+            if call is None and waits:
+                me.wake.wait()
+                call = me.call  # None: shut down
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         with self._lock:
@@ -107,6 +105,30 @@ class LifoExecutor(Executor):
                 if thread is not threading.current_thread():
                     with contextlib.suppress(RuntimeError):
                         thread.join()
+
+
+_Outcome = tuple[bool, Any] | None
+"""(True, result) or (False, the exception raised); None for a call cancelled before it ran."""
+
+
+def _run(call: _Call) -> tuple[Future[Any], _Outcome]:
+    future, fn, args, kwargs = call
+    if not future.set_running_or_notify_cancel():
+        return future, None
+    try:
+        return future, (True, fn(*args, **kwargs))
+    except BaseException as exc:
+        return future, (False, exc)
+
+
+def _settle(future: Future[Any], outcome: _Outcome) -> None:
+    if outcome is None:
+        return
+    ok, value = outcome
+    if ok:
+        future.set_result(value)
+    else:
+        future.set_exception(value)
 
 
 __all__ = ["LifoExecutor"]

@@ -1,12 +1,13 @@
 """The language server's worker threads (``lsp/executor.py``): calls one at a time run on one
-thread (its SQLite page cache stays warm), overlapping calls on more, never more than asked;
-results, errors, cancellation and shutdown as ``concurrent.futures`` promises them."""
+thread (its SQLite page cache stays warm; ``ThreadPoolExecutor`` gave them to each idle thread
+in turn), overlapping calls on more, never more than asked; results, errors, cancellation and
+shutdown as ``concurrent.futures`` promises them."""
 
 from __future__ import annotations
 
 import threading
 import time
-from concurrent.futures import CancelledError, ThreadPoolExecutor
+from concurrent.futures import CancelledError
 
 import pytest
 
@@ -14,26 +15,16 @@ from engram_ls.lsp.executor import LifoExecutor
 
 
 def test_calls_one_at_a_time_run_on_the_thread_idle_last() -> None:
+    """Four overlapping calls start four threads; then calls made one after the other, each
+    as soon as the last one's result is known, all run on one of them (a thread is idle
+    again before its caller learns the result, so the next call finds it)."""
     pool = LifoExecutor(6)
     gate = threading.Barrier(4)
-    # four overlapping calls: four threads
     started = [pool.submit(lambda: (gate.wait(5), threading.get_ident())[1]) for _ in range(4)]
     four = {f.result(5) for f in started}
     assert len(four) == 4
-    time.sleep(0.05)  # every worker idle again
-    one_by_one = {pool.submit(threading.get_ident).result(5) for _ in range(50)}
-    assert len(one_by_one) == 1 and one_by_one <= four
-    pool.shutdown()
-
-
-def test_the_old_pool_went_round_every_thread() -> None:
-    """What this replaces: ``ThreadPoolExecutor`` gives calls one at a time to each of its
-    idle threads in turn (so each thread's connection cache is cold)."""
-    pool = ThreadPoolExecutor(6)
-    gate = threading.Barrier(4)
-    [f.result(5) for f in [pool.submit(gate.wait, 5) for _ in range(4)]]
-    time.sleep(0.05)
-    assert len({pool.submit(threading.get_ident).result(5) for _ in range(50)}) > 1
+    one_by_one = {pool.submit(threading.get_ident).result(5) for _ in range(2000)}
+    assert len(one_by_one) == 1 and one_by_one <= four and len(pool._threads) == 4
     pool.shutdown()
 
 
