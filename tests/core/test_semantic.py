@@ -752,8 +752,17 @@ def test_the_nearest_chunks_equal_a_full_sort_of_the_distances(seed: int) -> Non
         words[:, :300].T.astype(">u8").view(np.uint8).astype(np.intp) + vectors._BYTE_AT
     ].sum(axis=1)
     assert np.allclose(looked_up, bits.astype(np.float32) @ q, atol=1e-5)
-    assert len(table.closest(q, 10, depth=4096)[0]) == min(10, n)
-    assert code_of(q[None, :])  # the query's code is of the same 256 bits
+    # closest: of the chunks nearest q's signs, the best by that score, best first
+    depth = min(4096, n)
+    taken = table._hamming(table.codes, code_of(q[None, :])[0], depth, None, ordered=False)
+    raw = words[:, taken].T.astype(">u8").view(np.uint8)
+    score = np.unpackbits(raw, axis=1).astype(np.float32) @ q
+    best = taken[np.argsort(-score, kind="stable")][: min(10, n)]
+    got, _ = table.closest(q, 10, depth=4096)
+    assert np.allclose(
+        np.sort(score)[::-1][: len(best)], np.sort(score[np.isin(taken, got - 1)])[::-1]
+    )
+    assert set((got - 1).tolist()) <= set(taken.tolist()) and len(got) == len(best)
 
 
 def test_a_bound_guessed_from_a_sample_that_misleads_falls_back_to_every_distance() -> None:

@@ -294,7 +294,7 @@ class CodeTable:
         if ordered:
             order: npt.NDArray[np.intp] = near[np.argsort(nd, kind="stable")][:k]
             return order
-        within = int(np.searchsorted(np.cumsum(np.bincount(nd, minlength=FAR + 1)), k))
+        within = _kth_distance(nd, k)
         # those nearer, and as many ties at the last distance as fit, first in table order
         nearer, tied = nd < within, nd == within
         fit = k - int(np.count_nonzero(nearer))
@@ -373,13 +373,16 @@ def _within(d: npt.NDArray[np.uint16], k: int) -> npt.NDArray[np.intp]:
     distance in ``SAMPLE_STEP`` (with a margin): when it holds ``k`` chunks it holds every
     chunk within the ``k``-th's distance; else the histogram of all of them gives it."""
     if len(d) > 4 * SAMPLE_STEP * k:
-        sample = np.cumsum(np.bincount(d[::SAMPLE_STEP], minlength=FAR + 1))
-        guess = int(np.searchsorted(sample, (k * 5 // 4) // SAMPLE_STEP + 8))
-        near = np.flatnonzero(d <= guess)
+        near = np.flatnonzero(d <= _kth_distance(d[::SAMPLE_STEP], (k * 5 // 4) // SAMPLE_STEP + 8))
         if len(near) >= k:
             return near
-    within = int(np.searchsorted(np.cumsum(np.bincount(d, minlength=FAR + 1)), k))
-    return np.flatnonzero(d <= within)
+    return np.flatnonzero(d <= _kth_distance(d, k))
+
+
+def _kth_distance(d: npt.NDArray[np.uint16], k: int) -> int:
+    """The distance of the ``k``-th nearest in ``d``, from its histogram (there are only
+    ``FAR + 1`` distances)."""
+    return int(np.searchsorted(np.cumsum(np.bincount(d, minlength=FAR + 1)), k))
 
 
 def _lut(top: int, wanted: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
