@@ -630,6 +630,14 @@ def _trees(only: str, index: Path, baseline: Path | None) -> dict[str, Path | No
     return {"baseline": baseline.resolve(), "new": None}
 
 
+def _turns(trees: dict[str, Path | None], rounds: int) -> list[tuple[str, Path | None]]:
+    """(name, code) of each server to start: every tree in each round, each round in the other
+    order, so that a change in the machine's load, or what the first server leaves in the page
+    cache, reaches every tree alike."""
+    order = list(trees.items())
+    return [turn for i in range(rounds) for turn in (order if i % 2 == 0 else order[::-1])]
+
+
 async def search_rounds(
     vault: Path,
     index: Path,
@@ -639,30 +647,24 @@ async def search_rounds(
     settle_s: float = 0.0,
 ) -> dict[str, Any]:
     """Only the query mix, through a VS Code-like server started for each round and code
-    tree (the trees alternated, each round in the other order, so that a change in the
-    machine's load, or what the first server leaves in the page cache, reaches both)."""
+    tree (``_turns``)."""
     vault = vault.resolve()
     trees = _trees("search", index, baseline)
     out: dict[str, Any] = {"settle_s": settle_s, "rounds": {name: [] for name in trees}}
-    for i in range(rounds):
-        order = list(trees.items())
-        for name, code in order if i % 2 == 0 else reversed(order):
-            s = Session(vault, index, "visual-studio-code", code)
-            try:
-                await s.start()
-                row = await queries(s, vault, repeat, settle_s)
-                if code is None:  # engram/query: this tree's (a baseline may not have it)
-                    bases_rows = await bases(s, repeat, settle_s)
-                    row.update({f"engram/query {k}": v for k, v in bases_rows.items()})
-                    row.update(
-                        {
-                            f"engram/tasks {k}": v
-                            for k, v in (await tasks(s, repeat, settle_s)).items()
-                        }
-                    )
-                out["rounds"][name].append(row)
-            finally:
-                await s.stop()
+    for name, code in _turns(trees, rounds):
+        s = Session(vault, index, "visual-studio-code", code)
+        try:
+            await s.start()
+            row = await queries(s, vault, repeat, settle_s)
+            if code is None:  # engram/query: this tree's (a baseline may not have it)
+                bases_rows = await bases(s, repeat, settle_s)
+                row.update({f"engram/query {k}": v for k, v in bases_rows.items()})
+                row.update(
+                    {f"engram/tasks {k}": v for k, v in (await tasks(s, repeat, settle_s)).items()}
+                )
+            out["rounds"][name].append(row)
+        finally:
+            await s.stop()
     out["load_avg"] = os.getloadavg()
     return out
 
@@ -679,17 +681,12 @@ async def semantic_rounds(
     round with semantic search on: it first embeds what the index lacks (timed: chunks/s),
     then every kind is timed (with the server's own time, the answers' ``elapsed_ms``); the
     server's RSS once ready and after the queries; ``settle_s`` as in ``queries``. With
-    ``baseline``, a server of that code tree and one of this tree take turns in each round
-    (each round in the other order); each row names its ``tree``."""
+    ``baseline``, a server of that code tree and one of this tree take turns (``_turns``);
+    each row names its ``tree``."""
     vault = vault.resolve()
     trees = _trees("semantic", index, baseline)
     out: dict[str, Any] = {"rounds": [], "index_bytes": index.stat().st_size, "settle_s": settle_s}
-    turns = [
-        (name, code)
-        for i in range(rounds)
-        for name, code in (list(trees.items()) if i % 2 == 0 else reversed(trees.items()))
-    ]
-    for tree, code in turns:
+    for tree, code in _turns(trees, rounds):
         print(f"bench_lsp: semantic round of {tree}", file=sys.stderr, flush=True)
         s = Session(vault, index, "visual-studio-code", code, settings={})
         try:
