@@ -1029,7 +1029,13 @@ async function checkModeRefused(page, vault) {
     await runCommand(page, 'Engram: Search Notes');
     try {
       refused = await searchFor(page, 'mode:semantic memory leak', 'ENGRAM_UNSUPPORTED_MODE\\] · semantic mode$');
-      return true;
+      // Without the semantic extra the server refuses the mode before it has applied the
+      // setting too (naming the install command): wait for the refusal that names the setting.
+      if (refused.title.includes('semantic.enabled')) {
+        return true;
+      }
+      await page.keyboard.press('Escape');
+      return undefined;
     } catch {
       await page.keyboard.press('Escape');
       return undefined;
