@@ -39,13 +39,15 @@ _NORMAL = [
     (re.compile(r'("elapsed_ms": )[0-9.]+'), r"\1N"),
     (re.compile(r'("generation": )\d+'), r"\1N"),
     (re.compile(r'("updated_at": )"[^"]*"'), r'\1"T"'),
+    (re.compile(r'("today": )"\d{4}-\d{2}-\d{2}"'), r'\1"D"'),
     (re.compile(r'("commit": )"[0-9a-f]{40}"'), r'\1"C"'),
     (re.compile(r'("dirty": )(?:true|false)'), r"\1D"),
 ]
 
 
 def normalize(text: str, root: Path | None = None) -> str:
-    """Timing figures, generations, times, commits and the vault's own path made the same."""
+    """Timing figures, generations, times, the day it ran, commits and the vault's own path made
+    the same."""
     if root is not None:
         text = text.replace("file://" + quote(str(root)), "file://" + SHOWN_ROOT)
         text = text.replace(str(root), SHOWN_ROOT)

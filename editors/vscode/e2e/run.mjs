@@ -652,6 +652,13 @@ function groupTasks(rows, title) {
   return rows.slice(at + 1, end < 0 ? undefined : end).map((r) => r.label);
 }
 
+/** Whether the group whose label starts with `title` lists as many tasks as its label counts. */
+function groupComplete(rows, title) {
+  const header = rows.find((r) => r.level === 1 && r.label.startsWith(`${title} (`));
+  const count = header && /\((\d+)\)$/.exec(header.label);
+  return Boolean(count) && groupTasks(rows, title).length === Number(count[1]);
+}
+
 /** The Explorer's pane of the folder's files (collapsed to give the Tasks view room). */
 function foldersHeader(page) {
   return page.locator('.explorer-viewlet .pane-header', { hasText: /^vault/i }).first();
@@ -707,7 +714,9 @@ async function toggleInView(page, vault, { label, relPath, line, prefix, via }) 
     `the Tasks view to list "${label}" no more`,
     async () => {
       const rows = await taskRows(page);
-      return rows.length > 0 && !rows.some((r) => r.label === label) && groupTasks(rows, 'Overdue') ? rows : undefined;
+      // The group's rows may render after its header (seen under load: "Overdue (2)" over
+      // no rows): wait until the rows under it are as many as its label counts.
+      return rows.length > 0 && !rows.some((r) => r.label === label) && groupComplete(rows, 'Overdue') ? rows : undefined;
     },
     15000,
   );
