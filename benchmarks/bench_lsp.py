@@ -184,6 +184,19 @@ class Session:
         self.after_initialized_s = time.perf_counter() - t_init
         return time.perf_counter() - t0
 
+    async def settled(self, *, window_s: float = 1.0, most_s: float = 120.0) -> float:
+        """Wait until the server is idle: under 3 % of a core in two windows of ``window_s``
+        in a row (its start-up work done: the integrity check of the index, which starts at
+        the first quiet moment and reads the whole file, the in-memory tables); seconds
+        waited (``most_s`` at most)."""
+        t0 = time.perf_counter()
+        calm = 0
+        while calm < 2 and time.perf_counter() - t0 < most_s:
+            before = b.tree_cpu_s(self.pid)
+            await asyncio.sleep(window_s)
+            calm = calm + 1 if b.tree_cpu_s(self.pid) - before < 0.03 * window_s else 0
+        return round(time.perf_counter() - t0, 2)
+
     async def request(self, method: str, params: Any) -> Any:
         return await asyncio.wait_for(
             self.client.protocol.send_request_async(method, params), TIMEOUT_S
@@ -680,7 +693,9 @@ async def semantic_rounds(
     """Only search by meaning (``benchlib.semantic_mix``), through a VS Code-like server per
     round with semantic search on: it first embeds what the index lacks (timed: chunks/s),
     then every kind is timed (with the server's own time, the answers' ``elapsed_ms``); the
-    server's RSS once ready and after the queries; ``settle_s`` as in ``queries``. With
+    server's RSS once ready and after the queries; ``settle_s`` as in ``queries``. The kinds are
+    timed once the server is idle (``Session.settled``: its start-up work, such as the integrity
+    check of the index, would otherwise share the first kinds' time). With
     ``baseline``, a server of that code tree and one of this tree take turns (``_turns``);
     each row names its ``tree``."""
     vault = vault.resolve()
@@ -707,6 +722,7 @@ async def semantic_rounds(
                 "embedded_before": first["embedded"] if first else None,
                 "semantic": v["semantic"],
                 "rss_ready_mib": b.rss_mib(s.pid),
+                "settle_wait_s": await s.settled(),
                 "kinds": {},
             }
             for name, params in b.semantic_mix():

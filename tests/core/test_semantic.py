@@ -780,3 +780,52 @@ def test_a_bound_guessed_from_a_sample_that_misleads_falls_back_to_every_distanc
     ids, _ = table.nearest(bytes(32), 50)
     assert ids.tolist() == np.argsort(d, kind="stable")[:50].tolist()
     assert d[ids[19]] == 0 and d[ids[20]] == 255
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_narrow_filter_s_chunks_found_by_note_equal_the_mask_over_the_table(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The chunks of a filter of few notes are found by note (binary search in the chunks
+    sorted by note) rather than by a mask over the whole table: the same chunks, in the same
+    order, for each form a filter's notes take (ids, a set, by note id, both at once), with
+    dead chunks (note 0), notes without chunks, repeated ids and chunks of one note scattered
+    over the table (a note re-embedded later)."""
+    from engram_ls.core.semantic import vectors
+    from engram_ls.core.semantic.vectors import Codes, CodeTable
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2_000, 30_000))
+    notes = np.sort(rng.integers(1, 3_000, n)).astype(np.int32)
+    moved = rng.choice(n, n // 10, replace=False)
+    notes[moved] = rng.integers(1, 3_000, len(moved))  # re-embedded: later in the table
+    notes[rng.choice(n, n // 20, replace=False)] = 0  # dead
+    flips = rng.random((n, 256)) < 0.1
+    words = np.packbits(flips, axis=1).view(">u8").reshape(n, 4).T.astype(np.uint64)
+    table = CodeTable()
+    table.codes = Codes(
+        np.arange(1, n + 1, dtype=np.int64), notes, words, dead=int((notes == 0).sum())
+    )
+    listed = rng.choice(3_500, 300, replace=False)  # some above every note of the table
+    by_note = np.zeros(3_100, dtype=bool)
+    by_note[rng.choice(3_100, 400, replace=False)] = True
+    forms = {
+        "ids": np.concatenate([listed, listed[:20]]),
+        "list": listed.tolist(),
+        "set": frozenset(int(x) for x in listed),
+        "by note": by_note,
+        "both": (frozenset(int(x) for x in listed), by_note),
+        "none": np.zeros(0, dtype=np.int64),
+    }
+    code = bytes(rng.integers(0, 256, 32, dtype=np.uint8))
+    for name, among in forms.items():
+        for k in (1, 37, 4096):
+            for ordered in (True, False):
+                monkeypatch.setattr(vectors, "NARROW_NOTES", 10**6)
+                assert table._positions(table.codes, among) is not None
+                narrow = table._hamming(table.codes, code, k, among, ordered=ordered)
+                monkeypatch.setattr(vectors, "NARROW_NOTES", 0)
+                assert table._positions(table.codes, among) is None or name == "none"
+                broad = table._hamming(table.codes, code, k, among, ordered=ordered)
+                assert narrow.tolist() == broad.tolist(), (name, k, ordered)
+                assert not (table.codes.notes[narrow] == 0).any()

@@ -98,10 +98,13 @@ class SemanticSearcher:
         self.semantic.table().refresh(self.conn, (*self.state, self.model_key, self.generation))
 
     def prepare(self) -> None:
-        """The code table, the notes' dates, and the large topics' sets that searches used
-        (the ones kept, in an earlier state), each unless it is of this state already (read on
-        a connection of its own, in its own snapshot)."""
+        """The code table (and its chunks by note, for narrow filters), the notes' dates, and
+        the large topics' sets that searches used (the ones kept, in an earlier state), each
+        unless it is of this state already (read on a connection of its own, in its own
+        snapshot)."""
         self.refresh()
+        table = self.semantic.table()
+        table.note_order(table.codes)
         days = self.semantic.days()
         if days.current(self.conn, 0) is None:
             days.read(0)
