@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
+from engram_ls.core import memory
 from engram_ls.core.config import EngramConfig
 from engram_ls.core.contained import read_born
 from engram_ls.core.errors import OutsideVault
@@ -169,6 +170,13 @@ def read_rows(root: str, rel: str, config: EngramConfig, known: bytes | None) ->
     return rel, known is None, note_rows(note, st.mtime_ns, st.size, h, text, born)
 
 
+def _worker_start(parent: int) -> None:
+    """A parse process's start: it ends when the process that started it ends, even by
+    SIGKILL, and collects garbage cycles only between its chunks (``memory.begin_batch``)."""
+    _die_with_parent(parent)
+    memory.begin_batch()
+
+
 def _die_with_parent(parent: int) -> None:
     """Parse workers end when the process that started them ends, even by SIGKILL."""
     if sys.platform.startswith("linux"):
@@ -197,6 +205,7 @@ def _started() -> None:
 def _parse_chunk(
     root: str, items: list[tuple[str, bytes | None]], config: EngramConfig
 ) -> list[Result]:
+    memory.collect_batch()  # the previous chunk's garbage: its results are written by now
     return [read_rows(root, rel, config, known) for rel, known in items]
 
 
@@ -244,7 +253,7 @@ class Syncer:
         return ProcessPoolExecutor(
             max_workers=n_workers,
             mp_context=get_context(_start_method()),
-            initializer=_die_with_parent,
+            initializer=_worker_start,
             initargs=(os.getpid(),),
         )
 
@@ -294,6 +303,7 @@ class Syncer:
         with contextlib.ExitStack() as big, contextlib.ExitStack() as tx:
             if len(todo) > CHUNK:
                 big.enter_context(db.build_cache(self.index.conn()))
+                big.enter_context(memory.batch_collections())
             w: Batch | None = tx.enter_context(self.index.batch())
             assert w is not None
             w.set_state(busy_state)
@@ -318,6 +328,7 @@ class Syncer:
                 if time.monotonic() - opened >= every and done < total:
                     tx.close()
                     w = None
+                    memory.collect_batch()
             if w is None:
                 w = tx.enter_context(self.index.batch())
             if cold or report.full:

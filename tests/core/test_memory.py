@@ -26,3 +26,42 @@ def test_one_heap_is_set_unless_the_environment_sets_it() -> None:
     env = {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"}
     assert _run(env) == "True"
     assert _run({**env, "MALLOC_ARENA_MAX": "4"}) == "False"  # the user's own setting stands
+
+
+BATCH = """
+import gc, weakref
+from engram_ls.core import memory
+
+class Node:
+    pass
+
+assert gc.isenabled() and gc.get_freeze_count() == 0
+with memory.batch_collections():
+    assert not gc.isenabled() and gc.get_freeze_count() > 0
+    with memory.batch_collections():  # another vault's build at the same time
+        pass
+    assert not gc.isenabled()  # on until the last batch ends
+    a = Node()
+    a.me = a
+    seen = weakref.ref(a)
+    del a
+    junk = [[] for _ in range(20_000)]  # would have run the collector many times
+    assert seen() is not None
+    memory.collect_batch()  # a pause
+    assert seen() is None
+assert gc.isenabled() and gc.get_freeze_count() == 0
+memory.collect_batch()  # outside a batch: nothing
+gc.disable()
+with memory.batch_collections():
+    pass
+assert not gc.isenabled()  # the caller's own setting stands
+print("ok")
+"""
+
+
+def test_a_batch_turns_the_cycle_collector_off_and_collects_at_its_pauses() -> None:
+    """A build's batch: no automatic collection while it runs (two batches overlapping: until
+    the second ends), the objects from before it frozen, a cycle made in it collected at a
+    pause, and the collector as it was after it."""
+    out = subprocess.run([sys.executable, "-c", BATCH], capture_output=True, text=True, check=False)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr

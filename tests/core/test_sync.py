@@ -287,3 +287,34 @@ def test_commit_interval_from_the_environment(
 
     monkeypatch.setenv("ENGRAM_COMMIT_SECONDS", raw)
     assert commit_seconds() == want
+
+
+def test_a_build_leaves_the_cycle_collector_as_it_found_it(
+    generated: Callable[..., Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large build runs without automatic cycle collection (``memory.batch_collections``):
+    after it, and after one that fails halfway, the collector is on again and nothing is left
+    frozen (a server goes on collecting its own garbage)."""
+    import gc
+
+    from engram_ls.core.index.rows import Batch
+
+    root = generated(1200)
+    assert gc.isenabled()
+    with Engram(root, index_path=tmp_path / "a.sqlite") as engram:
+        engram.sync(workers=0)
+        assert engram.status().notes == 1200
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    written = 0
+
+    def failing(self: Batch, items: list[object]) -> None:
+        nonlocal written
+        written += 1
+        assert gc.isenabled() is False  # inside the build's batch
+        raise RuntimeError("a bug in the writer")
+
+    monkeypatch.setattr(Batch, "insert_new", failing)
+    with Engram(root, index_path=tmp_path / "b.sqlite") as engram, pytest.raises(RuntimeError):
+        engram.sync(workers=0)
+    assert written == 1
+    assert gc.isenabled() and gc.get_freeze_count() == 0
