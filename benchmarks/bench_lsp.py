@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.client import LanguageClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -730,29 +731,36 @@ async def semantic_rounds(
                     params["query"] if isinstance(params.get("query"), tuple) else [None]
                 )
                 inside: list[float] = []
+                failed: list[str] = []
 
                 async def one(
                     params: dict[str, Any] = params,
                     s: Session = s,
                     turns: Any = turns,
                     inside: list[float] = inside,
+                    failed: list[str] = failed,
                 ) -> Any:
                     query = next(turns)
-                    res = await s.search(
-                        **(params if query is None else {**params, "query": query})
-                    )
+                    try:
+                        res = await s.search(
+                            **(params if query is None else {**params, "query": query})
+                        )
+                    except JsonRpcException as exc:  # e.g. past its deadline: counted, timed
+                        failed.append(str(exc))
+                        return {"total": None}
                     inside.append(float(res["elapsed_ms"]))
                     return res
 
                 if name.endswith("(baseline)") and "rss_semantic_mib" not in row:
                     row["rss_semantic_mib"] = b.rss_mib(s.pid)  # after the semantic kinds
                 stats, res = await b.timed(one, repeat, settle_s=settle_s)
-                server = b.summary(inside[-stats["runs"] :])
+                server = b.summary(inside[-stats["runs"] :]) if inside else {}
                 row["kinds"][name] = {
                     **stats,
-                    "server_p50_ms": server["p50_ms"],
-                    "server_p95_ms": server["p95_ms"],
+                    "server_p50_ms": server.get("p50_ms"),
+                    "server_p95_ms": server.get("p95_ms"),
                     "total": res["total"],
+                    **({"errors": len(failed), "error": failed[0]} if failed else {}),
                 }
             row["rss_after_mib"] = b.rss_mib(s.pid)
             row["peak_rss_mib"] = b.peak_rss_mib(s.pid)
