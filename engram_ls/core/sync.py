@@ -205,7 +205,7 @@ def _started() -> None:
 def _parse_chunk(
     root: str, items: list[tuple[str, bytes | None]], config: EngramConfig
 ) -> list[Result]:
-    memory.collect_batch()  # the previous chunk's garbage: its results are written by now
+    memory.collect_batch()  # the previous chunk's garbage: its results were handed on by now
     return [read_rows(root, rel, config, known) for rel, known in items]
 
 
