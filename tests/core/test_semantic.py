@@ -822,10 +822,10 @@ def test_a_narrow_filter_s_chunks_found_by_note_equal_the_mask_over_the_table(
         for k in (1, 37, 4096):
             for ordered in (True, False):
                 monkeypatch.setattr(vectors, "NARROW_NOTES", 10**6)
-                assert table._positions(table.codes, among) is not None
+                assert table._narrow(table.codes, among)[0] is not None
                 narrow = table._hamming(table.codes, code, k, among, ordered=ordered)
                 monkeypatch.setattr(vectors, "NARROW_NOTES", 0)
-                assert table._positions(table.codes, among) is None or name == "none"
+                assert table._narrow(table.codes, among)[0] is None or name == "none"
                 broad = table._hamming(table.codes, code, k, among, ordered=ordered)
                 assert narrow.tolist() == broad.tolist(), (name, k, ordered)
                 assert not (table.codes.notes[narrow] == 0).any()

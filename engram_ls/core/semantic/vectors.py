@@ -37,7 +37,7 @@ if TYPE_CHECKING:
         Sequence[int] | npt.NDArray[np.int64] | npt.NDArray[np.bool_] | frozenset[int]
     )
     Among: TypeAlias = AmongOne | tuple[AmongOne, ...]
-    """Notes whose chunks alone are ranked (``CodeTable._among``)."""
+    """Notes whose chunks alone are ranked (``CodeTable._narrow``, ``CodeTable._far``)."""
 
 WORDS = 4
 """64-bit words of a code: codes are of the first 256 dimensions (all of the default model's)."""
@@ -49,7 +49,7 @@ READ_ROWS = 20_000
 MASKS_KEPT = 4
 SCORE_ROWS = 512
 NARROW_NOTES = 4_000
-"""A filter of at most this many notes has its chunks found by note (``CodeTable._positions``);
+"""A filter of at most this many notes has its chunks found by note (``CodeTable._narrow``);
 a broader one is a mask over the whole table (about 1.4 ms at 268,000 chunks, whatever the
 notes; the chunks of 4,000 notes are found in about 0.3 ms)."""
 
@@ -135,6 +135,9 @@ class Codes(NamedTuple):
     """Chunks orphaned since they were read (their note 0 here): never returned."""
 
 
+_NoteOrder: TypeAlias = "tuple[Codes, npt.NDArray[np.int32], npt.NDArray[np.int32]]"
+"""``CodeTable.note_order`` of one ``Codes``, with it."""
+
 _EMPTY = Codes(
     np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros((WORDS, 0), np.uint64)
 )
@@ -168,8 +171,7 @@ class CodeTable:
         """Note sets that stay the same objects for a while (a large topic's notes in one
         index state), by the set's id: what ``_far`` and ``_by_note`` make of them."""
         self._sets_lock = threading.Lock()
-        self._by_note_order: tuple[Codes, npt.NDArray[np.int32], npt.NDArray[np.int32]] | None
-        self._by_note_order = None
+        self._by_note_order: _NoteOrder | None = None
         """(codes, positions of their chunks sorted by note, those chunks' notes): made once a
         state, for a narrow filter."""
 
@@ -296,7 +298,7 @@ class CodeTable:
     ) -> npt.NDArray[np.intp]:
         """Table positions of the ``k`` chunks nearest ``code`` (dead ones never), ties at the
         last distance taken in table order; ``ordered``: nearest first, else in table order."""
-        positions = None if among is None else self._positions(codes, among)
+        positions, by_note = (None, None) if among is None else self._narrow(codes, among)
         if positions is not None:  # a narrow filter: the distances of its chunks alone
             d = self.distances(code, codes, positions)
         else:
@@ -305,7 +307,7 @@ class CodeTable:
                 np.maximum(d, _far_unless(codes.notes != 0), out=d)
                 k = min(k, len(d) - codes.dead)
             if among is not None:
-                far, passing = self._far(codes, among)
+                far, passing = self._far(codes, among, by_note)
                 np.maximum(d, far, out=d)  # 10x a boolean assignment's speed
                 k = min(k, passing)
         k = min(k, len(d))
@@ -331,22 +333,33 @@ class CodeTable:
         kept: npt.NDArray[np.intp] = near[nearer | (tied & (np.cumsum(tied) <= fit))]
         return kept
 
-    def _positions(self, codes: Codes, among: Among) -> npt.NDArray[np.intp] | None:
-        """Table positions, in table order, of the chunks of the notes ``among`` when they are
-        at most ``NARROW_NOTES``; else None (a mask over the table is then cheaper)."""
+    def _narrow(
+        self, codes: Codes, among: Among
+    ) -> tuple[npt.NDArray[np.intp] | None, npt.NDArray[np.bool_] | None]:
+        """(table positions, in table order, of the chunks of the notes ``among`` when they
+        are at most ``NARROW_NOTES``, else None: a mask over the table is then cheaper; the
+        notes ``among`` by note id when that had to be made to count them, for the mask)."""
         if isinstance(among, frozenset):
             if len(among) > NARROW_NOTES:
-                return None
+                return None, None
             wanted = np.fromiter(among, dtype=np.int64, count=len(among))
-        elif isinstance(among, tuple) or np.asarray(among).dtype == np.bool_:
-            by_note = self._by_note(codes, among) if len(codes.ids) else np.zeros(0, bool)
-            if np.count_nonzero(by_note) > NARROW_NOTES:
-                return None
-            wanted = np.flatnonzero(by_note)
         else:
-            wanted = np.asarray(among, dtype=np.int64)
-            if len(wanted) > NARROW_NOTES:
-                return None
+            listed = among if isinstance(among, tuple) else np.asarray(among)
+            if isinstance(listed, tuple) or listed.dtype == np.bool_:
+                if not len(codes.ids):
+                    return np.zeros(0, dtype=np.intp), None
+                by_note = self._by_note(codes, listed)
+                if np.count_nonzero(by_note) > NARROW_NOTES:
+                    return None, by_note
+                wanted = np.flatnonzero(by_note)
+            else:
+                if len(listed) > NARROW_NOTES:
+                    return None, None
+                wanted = listed.astype(np.int64, copy=False)
+        return self._chunks_of(codes, wanted), None
+
+    def _chunks_of(self, codes: Codes, wanted: npt.NDArray[np.int64]) -> npt.NDArray[np.intp]:
+        """Table positions, in table order, of the chunks of the notes ``wanted``."""
         order, notes = self.note_order(codes)
         wanted = np.unique(wanted[wanted > 0])  # note 0: the dead chunks'; each note once
         lo = np.searchsorted(notes, wanted, side="left")
@@ -372,22 +385,22 @@ class CodeTable:
         self._by_note_order = made
         return made[1], made[2]
 
-    def _far(self, codes: Codes, among: Among) -> tuple[npt.NDArray[np.uint16], int]:
+    def _far(
+        self, codes: Codes, among: Among, by_note: npt.NDArray[np.bool_] | None = None
+    ) -> tuple[npt.NDArray[np.uint16], int]:
         """``FAR`` for the chunks of ``codes`` not of the notes ``among`` (0 for the others),
-        and how many are; a frozenset's remembered while it and the table stay the same."""
+        and how many are; a frozenset's remembered while it and the table stay the same.
+        ``among``: ids; a frozenset; a boolean array by note id; or a tuple of these, all of
+        which a note must be in (``by_note``: ``_by_note`` of it, when made already)."""
         if isinstance(among, frozenset):
             kept = self._set_mask(codes, among)
             return kept.far, kept.passing
-        mask = self._among(codes, among)
-        return _far_unless(mask), int(np.count_nonzero(mask))
-
-    def _among(self, codes: Codes, among: Among) -> npt.NDArray[np.bool_]:
-        """Which chunks of ``codes`` belong to the notes ``among``: ids; a frozenset; a
-        boolean array by note id; or a tuple of these, all of which a note must be in."""
         if not len(codes.ids):
-            return np.zeros(0, dtype=bool)
-        by_chunk: npt.NDArray[np.bool_] = self._by_note(codes, among)[codes.notes]
-        return by_chunk
+            return np.zeros(0, dtype=np.uint16), 0
+        if by_note is None:
+            by_note = self._by_note(codes, among)
+        mask = by_note[codes.notes]
+        return _far_unless(mask), int(np.count_nonzero(mask))
 
     def _by_note(self, codes: Codes, among: Among) -> npt.NDArray[np.bool_]:
         """By note id, up to the table's highest: whether the note is one of ``among`` (a
