@@ -37,7 +37,7 @@ from engram_ls.core.serialize import NOT_JSON, rounded
 from engram_ls.core.vault import FileStat, Vault
 
 if TYPE_CHECKING:
-    from concurrent.futures import Executor
+    from concurrent.futures import Executor, Future
 
 PARSE_VERSION = 2
 """Bump when parsing changes what it extracts: indexes built by older code are re-parsed."""
@@ -62,6 +62,9 @@ def commit_seconds() -> float:
 
 PARALLEL_MIN = 3000
 """Below this many notes to parse, a process pool does not pay for itself."""
+AHEAD = 8
+"""Chunks handed to the parse processes ahead of the one the writer waits for
+(``_shared_parse``)."""
 
 ProgressFn = Callable[[int, int], None]
 """Called with (done, total) while notes are parsed."""
@@ -207,6 +210,42 @@ def _parse_chunk(
 ) -> list[Result]:
     memory.collect_batch()  # the previous chunk's garbage: its results were handed on by now
     return [read_rows(root, rel, config, known) for rel, known in items]
+
+
+def _shared_parse(
+    pool: Executor, root: str, chunks: list[list[tuple[str, bytes | None]]], config: EngramConfig
+) -> Iterator[list[Result]]:
+    """The parsed ``chunks``, in their order: parsed by ``pool``, at most ``AHEAD`` chunks
+    handed to it at a time (what it parsed ahead waits in this process's memory), and by this
+    process too whenever the next chunk's results are not back yet: it takes the last chunk
+    handed to the pool that no parse process has started. On two cores the writer would
+    otherwise wait for the parse process a quarter of a cold build (with typed properties
+    and tasks, parsing a note costs about what writing it does)."""
+    handed: dict[int, Future[list[Result]]] = {}
+    parsed_here: dict[int, list[Result]] = {}
+    upcoming = 0
+
+    def hand_on(at: int) -> None:
+        nonlocal upcoming
+        while upcoming < len(chunks) and upcoming < at + AHEAD:
+            handed[upcoming] = pool.submit(_parse_chunk, root, chunks[upcoming], config)
+            upcoming += 1
+
+    for at in range(len(chunks)):
+        hand_on(at)
+        if at in parsed_here:
+            yield parsed_here.pop(at)
+            continue
+        future = handed.pop(at)
+        while not future.done():
+            # the furthest chunk not started yet (a parse process has the nearer ones)
+            taken = next((i for i in sorted(handed, reverse=True) if handed[i].cancel()), None)
+            if taken is None:
+                break  # each chunk handed on is being parsed: wait for the next one
+            del handed[taken]
+            parsed_here[taken] = _parse_chunk(root, chunks[taken], config)
+            hand_on(at)
+        yield future.result()
 
 
 class Syncer:
@@ -406,9 +445,7 @@ class Syncer:
             return
         pool, self._early = self._early or self._new_pool(n_workers), None
         try:
-            yield from pool.map(
-                _parse_chunk, [root] * len(chunks), chunks, [self.config] * len(chunks)
-            )
+            yield from _shared_parse(pool, root, chunks, self.config)
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
 

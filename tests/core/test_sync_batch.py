@@ -9,11 +9,13 @@ import shutil
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from engram_ls.core.config import EngramConfig
 from engram_ls.core.service import Engram
-from engram_ls.core.sync import Change
+from engram_ls.core.sync import Change, _parse_chunk
 from tests.reliability.oracle import assert_index_matches_vault, note_ids
 
 
@@ -252,3 +254,101 @@ def test_parse_workers_start_before_the_walk_in_a_threaded_process(
             assert multiprocessing.active_children() == []
     finally:
         stop.set()
+
+
+def test_the_writer_parses_what_the_parse_process_has_not_started_while_it_waits(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``_shared_parse`` gives every chunk's results once, in the chunks' order, whoever
+    parsed them: while the next results are not back, the writing thread parses the furthest
+    chunk handed on that the pool has not started; at most ``AHEAD`` chunks are handed on at a
+    time; a chunk that fails raises, from the pool or from the writer."""
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    import engram_ls.core.sync as sync_mod
+
+    me = threading.get_ident()
+    parsed_by: dict[str, str] = {}
+    in_flight: list[int] = []
+    lock = threading.Lock()
+    fail_at: str | None = None
+
+    def parse_chunk(root: str, items: list[tuple[str, bytes | None]], config: object) -> list:
+        name = items[0][0]
+        if name == fail_at:
+            raise ValueError(name)
+        here = threading.get_ident() == me
+        if not here:
+            time.sleep(0.01)  # a pool slower than the writer
+        with lock:
+            parsed_by[name] = "writer" if here else "pool"
+        return [(rel, True, None) for rel, _ in items]
+
+    monkeypatch.setattr(sync_mod, "_parse_chunk", parse_chunk)
+    monkeypatch.setattr(sync_mod, "AHEAD", 4)
+    chunks = [[(f"c{i:02d}-{j}.md", None) for j in range(3)] for i in range(40)]
+    with ThreadPoolExecutor(1) as pool:
+        submit = pool.submit
+
+        def counted(fn: Any, *args: Any) -> Any:
+            with lock:
+                in_flight.append(sum(1 for f in handed if not f.done()))
+            future = submit(fn, *args)
+            handed.append(future)
+            return future
+
+        handed: list[Any] = []
+        monkeypatch.setattr(pool, "submit", counted)
+        got = list(sync_mod._shared_parse(pool, "root", chunks, EngramConfig()))
+    assert got == [[(rel, True, None) for rel, _ in chunk] for chunk in chunks]
+    assert sorted(parsed_by) == sorted(chunk[0][0] for chunk in chunks)
+    assert "writer" in parsed_by.values() and "pool" in parsed_by.values()
+    assert max(in_flight) < 4
+
+    for fail_at in ("c05-0.md", "c39-0.md"):
+        with ThreadPoolExecutor(1) as pool, pytest.raises(ValueError, match=fail_at):
+            list(sync_mod._shared_parse(pool, "root", chunks, EngramConfig()))
+
+
+_PARSED_HERE: list[int] = []
+
+
+def _slow_in_the_pool(root: str, items: Any, config: Any) -> Any:
+    """``sync._parse_chunk``, slower in a parse process than in the writer (whose pid the
+    test puts in the environment, which a spawned process inherits)."""
+    import time
+
+    if str(os.getpid()) != os.environ.get("ENGRAM_TEST_WRITER_PID"):
+        time.sleep(0.05)
+    else:
+        _PARSED_HERE.append(len(items))
+    return _parse_chunk(root, items, config)
+
+
+def test_a_build_parsed_by_a_process_and_by_the_writer_equals_the_vault(
+    generated: Callable[..., Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A build whose parse process is slower than its writer: the writer parses some chunks
+    itself, and the index equals the vault (every note once, in order of path)."""
+
+    import engram_ls.core.sync as sync_mod
+
+    root = generated(700)
+    monkeypatch.setenv("ENGRAM_TEST_WRITER_PID", str(os.getpid()))
+    _PARSED_HERE.clear()
+    monkeypatch.setattr(sync_mod, "_parse_chunk", _slow_in_the_pool)
+    monkeypatch.setattr(sync_mod, "PARALLEL_MIN", 300)
+    monkeypatch.setattr(sync_mod, "CHUNK", 20)
+    index = tmp_path / "shared.sqlite"
+    with Engram(root, index_path=index) as engram:
+        report = engram.sync(workers=1)
+    assert report.parsed == 700 and _PARSED_HERE
+    assert_index_matches_vault(index, root, tmp_path)
+    conn = sqlite3.connect(index)
+    try:
+        paths = [p for (p,) in conn.execute("SELECT path FROM notes ORDER BY id")]
+    finally:
+        conn.close()
+    assert paths == sorted(paths)
