@@ -65,6 +65,8 @@ PARALLEL_MIN = 3000
 AHEAD = 8
 """Chunks handed to the parse processes ahead of the one the writer waits for
 (``_shared_parse``)."""
+STEAL_NOTES = 50
+"""Notes the writer parses between two looks at whether the results it waits for are back."""
 
 ProgressFn = Callable[[int, int], None]
 """Called with (done, total) while notes are parsed."""
@@ -205,11 +207,18 @@ def _started() -> None:
     """The first task of an early pool: it only makes the pool start its processes."""
 
 
+def _read_chunk(
+    root: str, items: list[tuple[str, bytes | None]], config: EngramConfig
+) -> list[Result]:
+    return [read_rows(root, rel, config, known) for rel, known in items]
+
+
 def _parse_chunk(
     root: str, items: list[tuple[str, bytes | None]], config: EngramConfig
 ) -> list[Result]:
+    """A chunk parsed in a parse process (or by a serial build, between its writes)."""
     memory.collect_batch()  # the previous chunk's garbage: its results were handed on by now
-    return [read_rows(root, rel, config, known) for rel, known in items]
+    return _read_chunk(root, items, config)
 
 
 def _shared_parse(
@@ -217,12 +226,16 @@ def _shared_parse(
 ) -> Iterator[list[Result]]:
     """The parsed ``chunks``, in their order: parsed by ``pool``, at most ``AHEAD`` chunks
     handed to it at a time (what it parsed ahead waits in this process's memory), and by this
-    process too whenever the next chunk's results are not back yet: it takes the last chunk
-    handed to the pool that no parse process has started. On two cores the writer would
-    otherwise wait for the parse process a quarter of a cold build (with typed properties
-    and tasks, parsing a note costs about what writing it does)."""
+    process too whenever the next chunk's results are not back yet. It then takes the last
+    chunk handed on that no parse process has started and parses it ``STEAL_NOTES`` notes at
+    a time until the results it waits for are back; the rest of that chunk goes back to the
+    pool. On two cores the writer would otherwise wait for the parse process a quarter of a
+    cold build (with typed properties and tasks, parsing a note costs about what writing it
+    does)."""
     handed: dict[int, Future[list[Result]]] = {}
-    parsed_here: dict[int, list[Result]] = {}
+    """Chunks with the pool, whole, by their place."""
+    split: dict[int, tuple[list[Result], Future[list[Result]] | None]] = {}
+    """Chunks this process began: what it parsed, and the rest's results (None: nothing left)."""
     upcoming = 0
 
     def hand_on(at: int) -> None:
@@ -231,21 +244,26 @@ def _shared_parse(
             handed[upcoming] = pool.submit(_parse_chunk, root, chunks[upcoming], config)
             upcoming += 1
 
+    def take(i: int, awaited: Future[list[Result]]) -> None:
+        items = chunks[i]
+        done: list[Result] = []
+        while len(done) < len(items) and not (done and awaited.done()):
+            done += _read_chunk(root, items[len(done) : len(done) + STEAL_NOTES], config)
+        rest = items[len(done) :]
+        split[i] = (done, pool.submit(_parse_chunk, root, rest, config) if rest else None)
+
     for at in range(len(chunks)):
         hand_on(at)
-        if at in parsed_here:
-            yield parsed_here.pop(at)
-            continue
-        future = handed.pop(at)
-        while not future.done():
+        here, awaited = split.pop(at) if at in split else ([], handed.pop(at))
+        while awaited is not None and not awaited.done():
             # the furthest chunk not started yet (a parse process has the nearer ones)
             taken = next((i for i in sorted(handed, reverse=True) if handed[i].cancel()), None)
             if taken is None:
                 break  # each chunk handed on is being parsed: wait for the next one
             del handed[taken]
-            parsed_here[taken] = _parse_chunk(root, chunks[taken], config)
+            take(taken, awaited)
             hand_on(at)
-        yield future.result()
+        yield here + awaited.result() if awaited is not None else here
 
 
 class Syncer:

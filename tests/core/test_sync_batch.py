@@ -15,7 +15,7 @@ import pytest
 
 from engram_ls.core.config import EngramConfig
 from engram_ls.core.service import Engram
-from engram_ls.core.sync import Change, _parse_chunk
+from engram_ls.core.sync import Change, _read_chunk
 from tests.reliability.oracle import assert_index_matches_vault, note_ids
 
 
@@ -259,10 +259,12 @@ def test_parse_workers_start_before_the_walk_in_a_threaded_process(
 def test_the_writer_parses_what_the_parse_process_has_not_started_while_it_waits(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """``_shared_parse`` gives every chunk's results once, in the chunks' order, whoever
+    """``_shared_parse`` gives every note's results once, in the chunks' order, whoever
     parsed them: while the next results are not back, the writing thread parses the furthest
-    chunk handed on that the pool has not started; at most ``AHEAD`` chunks are handed on at a
-    time; a chunk that fails raises, from the pool or from the writer."""
+    chunk handed on that the pool has not started, a few notes at a time, and gives the rest
+    back to the pool once they are; at most ``AHEAD`` chunks are with the pool at a time; a
+    note that fails raises, in the pool or in the writer."""
+    import collections
     import threading
     import time
     from concurrent.futures import ThreadPoolExecutor
@@ -270,25 +272,25 @@ def test_the_writer_parses_what_the_parse_process_has_not_started_while_it_waits
     import engram_ls.core.sync as sync_mod
 
     me = threading.get_ident()
-    parsed_by: dict[str, str] = {}
+    parsed_by: dict[str, list[str]] = collections.defaultdict(list)
     in_flight: list[int] = []
     lock = threading.Lock()
     fail_at: str | None = None
 
-    def parse_chunk(root: str, items: list[tuple[str, bytes | None]], config: object) -> list:
-        name = items[0][0]
-        if name == fail_at:
-            raise ValueError(name)
+    def read_chunk(root: str, items: list[tuple[str, bytes | None]], config: object) -> list:
         here = threading.get_ident() == me
-        if not here:
-            time.sleep(0.01)  # a pool slower than the writer
-        with lock:
-            parsed_by[name] = "writer" if here else "pool"
+        for rel, _ in items:
+            if rel == fail_at:
+                raise ValueError(rel)
+            time.sleep(0.004 if here else 0.001)  # a note costs the writer more
+            with lock:
+                parsed_by[rel].append("writer" if here else "pool")
         return [(rel, True, None) for rel, _ in items]
 
-    monkeypatch.setattr(sync_mod, "_parse_chunk", parse_chunk)
+    monkeypatch.setattr(sync_mod, "_read_chunk", read_chunk)
     monkeypatch.setattr(sync_mod, "AHEAD", 4)
-    chunks = [[(f"c{i:02d}-{j}.md", None) for j in range(3)] for i in range(40)]
+    monkeypatch.setattr(sync_mod, "STEAL_NOTES", 1)
+    chunks = [[(f"c{i:02d}-{j}.md", None) for j in range(6)] for i in range(30)]
     with ThreadPoolExecutor(1) as pool:
         submit = pool.submit
 
@@ -303,11 +305,14 @@ def test_the_writer_parses_what_the_parse_process_has_not_started_while_it_waits
         monkeypatch.setattr(pool, "submit", counted)
         got = list(sync_mod._shared_parse(pool, "root", chunks, EngramConfig()))
     assert got == [[(rel, True, None) for rel, _ in chunk] for chunk in chunks]
-    assert sorted(parsed_by) == sorted(chunk[0][0] for chunk in chunks)
-    assert "writer" in parsed_by.values() and "pool" in parsed_by.values()
+    assert all(len(by) == 1 for by in parsed_by.values())
+    assert sorted(parsed_by) == sorted(rel for chunk in chunks for rel, _ in chunk)
+    split = [c for c in chunks if len({parsed_by[rel][0] for rel, _ in c}) == 2]
+    assert split, "a chunk begun by the writer and finished by the pool"
     assert max(in_flight) < 4
 
-    for fail_at in ("c05-0.md", "c39-0.md"):
+    for fail_at in ("c05-0.md", "c29-5.md"):
+        parsed_by.clear()
         with ThreadPoolExecutor(1) as pool, pytest.raises(ValueError, match=fail_at):
             list(sync_mod._shared_parse(pool, "root", chunks, EngramConfig()))
 
@@ -315,16 +320,20 @@ def test_the_writer_parses_what_the_parse_process_has_not_started_while_it_waits
 _PARSED_HERE: list[int] = []
 
 
-def _slow_in_the_pool(root: str, items: Any, config: Any) -> Any:
-    """``sync._parse_chunk``, slower in a parse process than in the writer (whose pid the
-    test puts in the environment, which a spawned process inherits)."""
+def _slow_task(root: str, items: Any, config: Any) -> Any:
+    """A parse process's task, slower than the writer's parse."""
     import time
 
-    if str(os.getpid()) != os.environ.get("ENGRAM_TEST_WRITER_PID"):
-        time.sleep(0.05)
-    else:
+    time.sleep(0.002 * len(items))
+    return _read_chunk(root, items, config)
+
+
+def _read_here(root: str, items: Any, config: Any) -> Any:
+    """``sync._read_chunk``, counting the notes the writer parses (its pid is in the
+    environment; a forked parse process has this function too)."""
+    if str(os.getpid()) == os.environ.get("ENGRAM_TEST_WRITER_PID"):
         _PARSED_HERE.append(len(items))
-    return _parse_chunk(root, items, config)
+    return _read_chunk(root, items, config)
 
 
 def test_a_build_parsed_by_a_process_and_by_the_writer_equals_the_vault(
@@ -338,7 +347,8 @@ def test_a_build_parsed_by_a_process_and_by_the_writer_equals_the_vault(
     root = generated(700)
     monkeypatch.setenv("ENGRAM_TEST_WRITER_PID", str(os.getpid()))
     _PARSED_HERE.clear()
-    monkeypatch.setattr(sync_mod, "_parse_chunk", _slow_in_the_pool)
+    monkeypatch.setattr(sync_mod, "_parse_chunk", _slow_task)
+    monkeypatch.setattr(sync_mod, "_read_chunk", _read_here)
     monkeypatch.setattr(sync_mod, "PARALLEL_MIN", 300)
     monkeypatch.setattr(sync_mod, "CHUNK", 20)
     index = tmp_path / "shared.sqlite"
