@@ -15,6 +15,7 @@ import ctypes
 import hashlib
 import itertools
 import json
+import logging
 import os
 import signal
 import sys
@@ -39,6 +40,8 @@ from engram_ls.core.vault import FileStat, Vault
 if TYPE_CHECKING:
     from concurrent.futures import Executor, Future
 
+log = logging.getLogger(__name__)
+
 PARSE_VERSION = 2
 """Bump when parsing changes what it extracts: indexes built by older code are re-parsed."""
 
@@ -62,11 +65,13 @@ def commit_seconds() -> float:
 
 PARALLEL_MIN = 3000
 """Below this many notes to parse, a process pool does not pay for itself."""
-AHEAD = 8
+AHEAD = 12
 """Chunks handed to the parse processes ahead of the one the writer waits for
 (``_shared_parse``)."""
 STEAL_NOTES = 50
 """Notes the writer parses between two looks at whether the results it waits for are back."""
+POOL_TASKS = 6
+"""Chunks given to a parse process at a time: the one it parses and the next one."""
 
 ProgressFn = Callable[[int, int], None]
 """Called with (done, total) while notes are parsed."""
@@ -224,46 +229,80 @@ def _parse_chunk(
 def _shared_parse(
     pool: Executor, root: str, chunks: list[list[tuple[str, bytes | None]]], config: EngramConfig
 ) -> Iterator[list[Result]]:
-    """The parsed ``chunks``, in their order: parsed by ``pool``, at most ``AHEAD`` chunks
-    handed to it at a time (what it parsed ahead waits in this process's memory), and by this
-    process too whenever the next chunk's results are not back yet. It then takes the last
-    chunk handed on that no parse process has started and parses it ``STEAL_NOTES`` notes at
-    a time until the results it waits for are back; the rest of that chunk goes back to the
-    pool. On two cores the writer would otherwise wait for the parse process a quarter of a
-    cold build (with typed properties and tasks, parsing a note costs about what writing it
-    does)."""
-    handed: dict[int, Future[list[Result]]] = {}
-    """Chunks with the pool, whole, by their place."""
-    split: dict[int, tuple[list[Result], Future[list[Result]] | None]] = {}
-    """Chunks this process began: what it parsed, and the rest's results (None: nothing left)."""
-    upcoming = 0
+    """The parsed ``chunks``, in their order, parsed by ``pool`` and by this process (the
+    writer) together. The pool is given the chunks in order, ``POOL_TASKS`` at a time (the one
+    a parse process parses and the next), none beyond ``AHEAD`` chunks past the one the writer
+    waits for (what was parsed ahead waits in the writer's memory). While the results it waits
+    for are not back, the writer begins the furthest chunk of that window the pool was not
+    given, ``STEAL_NOTES`` notes at a time, and gives the pool the rest of it once they are.
+    On two cores the writer would otherwise wait for the parse process a quarter of a cold
+    build (with typed properties and tasks, parsing a note costs about what writing it does).
+    No task is ever cancelled: Python 3.11's pool, broken while it holds a cancelled task,
+    leaves the tasks after it without a result. If a parse process dies, the writer parses
+    the rest of the build itself."""
+    from concurrent.futures.process import BrokenProcessPool  # loaded with the pool already
 
-    def hand_on(at: int) -> None:
-        nonlocal upcoming
-        while upcoming < len(chunks) and upcoming < at + AHEAD:
-            handed[upcoming] = pool.submit(_parse_chunk, root, chunks[upcoming], config)
-            upcoming += 1
+    given: dict[int, Future[list[Result]]] = {}
+    """By place: the chunks given to the pool (of a chunk the writer began, its rest)."""
+    here: dict[int, list[Result]] = {}
+    """By place: what the writer parsed of the chunks it began (their first notes)."""
+    began: set[int] = set()
+    low = 0
+    """The chunks below it were given to the pool or begun by the writer."""
 
-    def take(i: int, awaited: Future[list[Result]]) -> None:
+    def busy() -> int:
+        return sum(1 for f in given.values() if not f.done())
+
+    def feed(at: int) -> None:
+        nonlocal low
+        while busy() < POOL_TASKS:
+            while low in began:
+                low += 1
+            if low >= min(len(chunks), at + AHEAD):
+                return
+            given[low] = pool.submit(_parse_chunk, root, chunks[low], config)
+            low += 1
+
+    def begin(i: int, awaited: Future[list[Result]]) -> None:
+        began.add(i)
         items = chunks[i]
-        done: list[Result] = []
+        done = here[i] = []
         while len(done) < len(items) and not (done and awaited.done()):
             done += _read_chunk(root, items[len(done) : len(done) + STEAL_NOTES], config)
-        rest = items[len(done) :]
-        split[i] = (done, pool.submit(_parse_chunk, root, rest, config) if rest else None)
+        if len(done) < len(items):
+            given[i] = pool.submit(_parse_chunk, root, items[len(done) :], config)
 
-    for at in range(len(chunks)):
-        hand_on(at)
-        here, awaited = split.pop(at) if at in split else ([], handed.pop(at))
+    def results_of(at: int) -> list[Result]:
+        feed(at)
+        if at not in given and at not in began:  # the pool is busy with later chunks' rests
+            began.add(at)
+            here[at] = _read_chunk(root, chunks[at], config)
+        awaited = given.get(at)
         while awaited is not None and not awaited.done():
-            # the furthest chunk not started yet (a parse process has the nearer ones)
-            taken = next((i for i in sorted(handed, reverse=True) if handed[i].cancel()), None)
-            if taken is None:
-                break  # each chunk handed on is being parsed: wait for the next one
-            del handed[taken]
-            take(taken, awaited)
-            hand_on(at)
-        yield here + awaited.result() if awaited is not None else here
+            window = range(min(len(chunks), at + AHEAD) - 1, at, -1)
+            free = next((i for i in window if i not in given and i not in began), None)
+            if free is None:
+                break  # the pool has every chunk of the window: wait for this one
+            begin(free, awaited)
+            feed(at)
+        parsed = here.get(at, []) + (awaited.result() if awaited is not None else [])
+        given.pop(at, None)
+        here.pop(at, None)
+        return parsed
+
+    broken = False
+    for at in range(len(chunks)):
+        if not broken:
+            try:
+                parsed = results_of(at)
+            except BrokenProcessPool as exc:
+                log.warning("a parse process ended (%s); this process parses the rest", exc)
+                broken = True
+            else:
+                yield parsed
+                continue
+        done = here.pop(at, [])
+        yield done + _read_chunk(root, chunks[at][len(done) :], config)
 
 
 class Syncer:

@@ -260,10 +260,10 @@ def test_the_writer_parses_what_the_parse_process_has_not_started_while_it_waits
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """``_shared_parse`` gives every note's results once, in the chunks' order, whoever
-    parsed them: while the next results are not back, the writing thread parses the furthest
-    chunk handed on that the pool has not started, a few notes at a time, and gives the rest
-    back to the pool once they are; at most ``AHEAD`` chunks are with the pool at a time; a
-    note that fails raises, in the pool or in the writer."""
+    parsed them: while the next results are not back, the writing thread begins the furthest
+    chunk of its window that the pool was not given, a few notes at a time, and gives the pool
+    the rest once they are; the pool is never given more than the window, and no task is ever
+    cancelled; a note that fails raises, in the pool or in the writer."""
     import collections
     import threading
     import time
@@ -288,7 +288,8 @@ def test_the_writer_parses_what_the_parse_process_has_not_started_while_it_waits
         return [(rel, True, None) for rel, _ in items]
 
     monkeypatch.setattr(sync_mod, "_read_chunk", read_chunk)
-    monkeypatch.setattr(sync_mod, "AHEAD", 4)
+    monkeypatch.setattr(sync_mod, "AHEAD", 6)
+    monkeypatch.setattr(sync_mod, "POOL_TASKS", 2)
     monkeypatch.setattr(sync_mod, "STEAL_NOTES", 1)
     chunks = [[(f"c{i:02d}-{j}.md", None) for j in range(6)] for i in range(30)]
     with ThreadPoolExecutor(1) as pool:
@@ -309,7 +310,8 @@ def test_the_writer_parses_what_the_parse_process_has_not_started_while_it_waits
     assert sorted(parsed_by) == sorted(rel for chunk in chunks for rel, _ in chunk)
     split = [c for c in chunks if len({parsed_by[rel][0] for rel, _ in c}) == 2]
     assert split, "a chunk begun by the writer and finished by the pool"
-    assert max(in_flight) < 4
+    assert max(in_flight) < 6
+    assert not any(f.cancelled() for f in handed)
 
     for fail_at in ("c05-0.md", "c29-5.md"):
         parsed_by.clear()
@@ -362,3 +364,41 @@ def test_a_build_parsed_by_a_process_and_by_the_writer_equals_the_vault(
     finally:
         conn.close()
     assert paths == sorted(paths)
+
+
+def _dying_task(root: str, items: Any, config: Any) -> Any:
+    """A parse process's task that ends the process, as the kernel's OOM killer would."""
+    os._exit(3)
+
+
+def test_a_build_whose_parse_process_dies_is_parsed_by_the_writer(
+    generated: Callable[..., Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A parse process that dies mid-build breaks its pool: the writer parses the rest of the
+    build itself (no build waits forever for a task the broken pool will never answer), says
+    so in the log, and the index equals the vault."""
+    import logging
+    import threading
+
+    import engram_ls.core.sync as sync_mod
+
+    root = generated(700)
+    monkeypatch.setattr(sync_mod, "_parse_chunk", _dying_task)
+    monkeypatch.setattr(sync_mod, "PARALLEL_MIN", 300)
+    monkeypatch.setattr(sync_mod, "CHUNK", 20)
+    index = tmp_path / "broken.sqlite"
+    reports: list[Any] = []
+    with (
+        caplog.at_level(logging.WARNING, logger="engram_ls.core.sync"),
+        Engram(root, index_path=index) as engram,
+    ):
+        build = threading.Thread(target=lambda: reports.append(engram.sync(workers=1)))
+        build.start()
+        build.join(120)
+        assert not build.is_alive(), "the build waits for a broken pool"
+    assert reports and reports[0].parsed == 700
+    assert "a parse process ended" in caplog.text
+    assert_index_matches_vault(index, root, tmp_path)
