@@ -66,12 +66,12 @@ def commit_seconds() -> float:
 PARALLEL_MIN = 3000
 """Below this many notes to parse, a process pool does not pay for itself."""
 AHEAD = 12
-"""Chunks handed to the parse processes ahead of the one the writer waits for
-(``_shared_parse``)."""
+"""The chunks past the one the writer waits for that the parse processes may be given or the
+writer may begin (``_shared_parse``)."""
 STEAL_NOTES = 50
 """Notes the writer parses between two looks at whether the results it waits for are back."""
 POOL_TASKS = 6
-"""Chunks given to a parse process at a time: the one it parses and the next one."""
+"""Chunks the parse processes are given at a time (a commit takes about as long as parsing 4)."""
 
 ProgressFn = Callable[[int, int], None]
 """Called with (done, total) while notes are parsed."""
@@ -230,16 +230,16 @@ def _shared_parse(
     pool: Executor, root: str, chunks: list[list[tuple[str, bytes | None]]], config: EngramConfig
 ) -> Iterator[list[Result]]:
     """The parsed ``chunks``, in their order, parsed by ``pool`` and by this process (the
-    writer) together. The pool is given the chunks in order, ``POOL_TASKS`` at a time (the one
-    a parse process parses and the next), none beyond ``AHEAD`` chunks past the one the writer
-    waits for (what was parsed ahead waits in the writer's memory). While the results it waits
-    for are not back, the writer begins the furthest chunk of that window the pool was not
-    given, ``STEAL_NOTES`` notes at a time, and gives the pool the rest of it once they are.
-    On two cores the writer would otherwise wait for the parse process a quarter of a cold
-    build (with typed properties and tasks, parsing a note costs about what writing it does).
-    No task is ever cancelled: Python 3.11's pool, broken while it holds a cancelled task,
-    leaves the tasks after it without a result. If a parse process dies, the writer parses
-    the rest of the build itself."""
+    writer) together. The pool is given the chunks in order, ``POOL_TASKS`` at a time (enough
+    to keep a parse process busy while the writer commits), none beyond ``AHEAD`` chunks past
+    the one the writer waits for (what was parsed ahead waits in the writer's memory). While
+    the results it waits for are not back, the writer begins the furthest chunk of that window
+    the pool was not given, ``STEAL_NOTES`` notes at a time, and gives the pool the rest of it
+    once they are. On two cores the writer would otherwise wait for the parse process a
+    quarter of a cold build (with typed properties and tasks, parsing a note costs about what
+    writing it does). No task is ever cancelled: Python 3.11's pool, broken while it holds a
+    cancelled task, leaves the tasks after it without a result. If a parse process dies, the
+    writer parses the rest of the build itself."""
     from concurrent.futures.process import BrokenProcessPool  # loaded with the pool already
 
     given: dict[int, Future[list[Result]]] = {}
