@@ -301,8 +301,11 @@ def _shared_parse(
             else:
                 yield parsed
                 continue
-        done = here.pop(at, [])
-        yield done + _read_chunk(root, chunks[at][len(done) :], config)
+        done, rest = here.pop(at, []), given.pop(at, None)
+        if rest is not None and rest.done() and rest.exception() is None:
+            yield done + rest.result()  # parsed by the pool before it broke
+        else:
+            yield done + _read_chunk(root, chunks[at][len(done) :], config)
 
 
 class Syncer:

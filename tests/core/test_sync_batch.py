@@ -402,3 +402,40 @@ def test_a_build_whose_parse_process_dies_is_parsed_by_the_writer(
     assert reports and reports[0].parsed == 700
     assert "a parse process ended" in caplog.text
     assert_index_matches_vault(index, root, tmp_path)
+
+
+def test_what_the_pool_parsed_before_it_broke_is_not_parsed_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """When the pool breaks at one chunk, the writer parses that chunk and the ones the pool
+    had not finished, and takes the results the pool had finished as they are."""
+    import collections
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    import engram_ls.core.sync as sync_mod
+
+    me = threading.get_ident()
+    parsed_by: dict[str, list[str]] = collections.defaultdict(list)
+    lock = threading.Lock()
+
+    def read_chunk(root: str, items: list[tuple[str, bytes | None]], config: object) -> list:
+        here = threading.get_ident() == me
+        if not here and items[0][0] == "c03-0.md":
+            raise BrokenProcessPool("a parse process ended")
+        for rel, _ in items:
+            time.sleep(0.003 if here else 0.0)  # the pool runs well ahead of the writer
+            with lock:
+                parsed_by[rel].append("writer" if here else "pool")
+        return [(rel, True, None) for rel, _ in items]
+
+    monkeypatch.setattr(sync_mod, "_read_chunk", read_chunk)
+    chunks = [[(f"c{i:02d}-{j}.md", None) for j in range(4)] for i in range(20)]
+    with ThreadPoolExecutor(1) as pool:
+        got = list(sync_mod._shared_parse(pool, "root", chunks, EngramConfig()))
+    assert got == [[(rel, True, None) for rel, _ in chunk] for chunk in chunks]
+    assert all(by == ["writer"] for rel, by in parsed_by.items() if rel.startswith("c03-"))
+    after = [c for c in chunks[4:] if all(parsed_by[rel] == ["pool"] for rel, _ in c)]
+    assert after, "the pool's finished chunks past the break were taken as they are"
