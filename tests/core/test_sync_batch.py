@@ -15,7 +15,7 @@ import pytest
 
 from engram_ls.core.config import EngramConfig
 from engram_ls.core.service import Engram
-from engram_ls.core.sync import Change, _read_chunk
+from engram_ls.core.sync import Change, Touched, _read_chunk, pack, unpack
 from tests.reliability.oracle import assert_index_matches_vault, note_ids
 
 
@@ -327,7 +327,7 @@ def _slow_task(root: str, items: Any, config: Any) -> Any:
     import time
 
     time.sleep(0.002 * len(items))
-    return _read_chunk(root, items, config)
+    return pack(_read_chunk(root, items, config))
 
 
 def _read_here(root: str, items: Any, config: Any) -> Any:
@@ -439,3 +439,34 @@ def test_what_the_pool_parsed_before_it_broke_is_not_parsed_again(
     assert all(by == ["writer"] for rel, by in parsed_by.items() if rel.startswith("c03-"))
     after = [c for c in chunks[4:] if all(parsed_by[rel] == ["pool"] for rel, _ in c)]
     assert after, "the pool's finished chunks past the break were taken as they are"
+
+
+class Word(str):
+    """A value of a type of its own (pickle needs it at a module's top)."""
+
+
+def test_what_a_parse_process_sends_comes_back_as_it_was(
+    generated: Callable[..., Path],
+) -> None:
+    """``pack`` / ``unpack``, what a parse process sends the writer: a chunk's rows, a
+    stat-only update and an unreadable file come back equal and of the same types; a value
+    marshal cannot hold (a subclass of ``str``, as a YAML loader could make) is sent by
+    pickle, of its own type."""
+    root = generated(40)
+    items = sorted((p.relative_to(root).as_posix(), None) for p in root.rglob("*.md"))
+    results = _read_chunk(os.fspath(root), items, EngramConfig())
+    results += [("gone.md", False, None), ("same.md", False, Touched(1, 2, 3))]
+    data = pack(results)
+    back = unpack(data)
+    assert data[:1] == b"m"
+    assert back == results
+    assert [type(got) for _, _, got in back] == [type(got) for _, _, got in results]
+
+    first = results[0]
+    values = (*first[2].values[:-1], Word(first[2].values[-1]))
+    odd_rows = [(first[0], first[1], first[2]._replace(values=values)), *results[1:]]
+    data = pack(odd_rows)
+    assert data[:1] == b"p"
+    back = unpack(data)
+    assert back == odd_rows
+    assert type(back[0][2].values[-1]) is Word
