@@ -11,6 +11,7 @@ import sqlite3
 import time
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any, Literal, NamedTuple
 
 from engram_ls.core.index import prop_stats
@@ -219,6 +220,9 @@ _CHILD_INSERTS = {
 """How each list of ``_ChildRows`` is written (one statement per table, in this order)."""
 
 
+_FIRST = itemgetter(0)
+
+
 class Batch:
     """Writes inside one transaction. Never commits itself; ``Index.batch`` does."""
 
@@ -335,8 +339,11 @@ class Batch:
             out.task_tags.extend([(first + n, tag, o) for n, tag, o in rows.task_tags])
 
     def _write_children(self, rows: _ChildRows) -> None:
-        rows.names.sort()  # in key order: fewer pages touched in a large batch
-        rows.name_keys.sort()
+        # In key order: fewer pages touched in a large batch. By the first column alone, a
+        # third of the time of whole tuples: names come in note and line order already, the
+        # rest of their key; a key's places stay in the order of their notes.
+        rows.names.sort(key=_FIRST)
+        rows.name_keys.sort(key=_FIRST)
         for kind, sql in _CHILD_INSERTS.items():
             values = getattr(rows, kind)
             if values:
