@@ -453,6 +453,15 @@ def test_what_a_parse_process_sends_comes_back_as_it_was(
     marshal cannot hold (a subclass of ``str``, as a YAML loader could make) is sent by
     pickle, of its own type."""
     root = generated(40)
+    odd = {  # values of every kind a note can give, and bytes that are not UTF-8
+        "odd/values.md": "---\nrating: .nan\nbig: 123456789012345678901234567890\nfar: 1e400\n"
+        "when: 2024-03-05T10:00:00+02:00\nday: 2024-03-05\nnested: {a: {b: [1, true, null]}}\n"
+        "tags: [💡, émoji]\n---\n# Odd 💡\n\n- [ ] a task 📅 2024-03-06 #t\n\n[[x#y|z]]\n",
+        "odd/bytes.md": b"---\ntitle: bad \xff\n---\nbody \xfe\n",
+    }
+    for rel, text in odd.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(text if isinstance(text, bytes) else text.encode())
     items = sorted((p.relative_to(root).as_posix(), None) for p in root.rglob("*.md"))
     results = _read_chunk(os.fspath(root), items, EngramConfig())
     results += [("gone.md", False, None), ("same.md", False, Touched(1, 2, 3))]
