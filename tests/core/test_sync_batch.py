@@ -479,3 +479,32 @@ def test_what_a_parse_process_sends_comes_back_as_it_was(
     back = unpack(data)
     assert back == odd_rows
     assert type(back[0][2].values[-1]) is Word
+
+
+def test_new_notes_written_in_bulk_with_one_path_indexed_already(
+    generated: Callable[..., Path], tmp_path: Path
+) -> None:
+    """``Batch.insert_new`` given a path the index holds already (another process added it
+    between a build's walk and its write): the notes it inserted before that one are taken out
+    again and each note is written one by one; the index equals the vault, its full-text
+    index whole."""
+    from engram_ls.core.sync import read_rows
+
+    root = generated(30)
+    index = tmp_path / "i.sqlite"
+    rels = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.md"))
+    with Engram(root, index_path=index) as engram:
+        engram.sync(workers=0)
+        for rel in ("new/a.md", "new/z.md"):
+            write(root / rel, note(1000 + len(rel), "freshword"))
+        write(root / rels[3], note(3, "changedword"))
+        batch = [
+            read_rows(os.fspath(root), rel, engram.config, None)[2]
+            for rel in ("new/a.md", rels[3], "new/z.md")
+        ]
+        with engram.index.batch() as b:
+            b.insert_new(batch)  # type: ignore[arg-type]
+        conn = sqlite3.connect(index)
+        conn.execute("INSERT INTO notes_fts (notes_fts) VALUES ('integrity-check')")
+        conn.close()
+    assert_index_matches_vault(index, root, tmp_path)

@@ -221,6 +221,11 @@ _CHILD_INSERTS = {
 
 
 _FIRST = itemgetter(0)
+FTS_PENDING_BYTES = 16 << 20
+"""The postings FTS5 holds in memory before it writes a segment (its ``hashsize``; 1 MB by
+default), set by a cold build: a build's commits (every few seconds) write them out, in fewer,
+larger segments that need less merging. Kept in the index's FTS5 configuration; the server's
+own writes commit long before they hold that much."""
 
 
 class Batch:
@@ -279,14 +284,17 @@ class Batch:
         """Insert notes whose paths are not in the index yet, with one statement per table.
 
         The bulk path of a build. If a path turns out to exist (another process added it
-        meanwhile), falls back to ``upsert`` for the whole list.
+        meanwhile), falls back to ``upsert`` for the whole list: the notes inserted before it
+        are the ones from ``first`` on (this transaction is the only writer), deleted again.
+        No savepoint: opening one makes FTS5 write out the postings it holds in memory
+        (its ``xSavepoint``), so a build's full-text index would be written a chunk at a
+        time, in many small segments, and merged again and again.
         """
         if not items:
             return
         c = self.conn
-        c.execute("SAVEPOINT insert_new")
+        first = int(c.execute("SELECT coalesce(max(id), 0) + 1 FROM notes").fetchone()[0])
         try:
-            first = int(c.execute("SELECT coalesce(max(id), 0) + 1 FROM notes").fetchone()[0])
             c.executemany(
                 "INSERT INTO notes (id, mtime_ns, size, hash, title, created_at, created_ts,"
                 " summary, topics, body_line, problems, title_key, stem_key, born_ns,"
@@ -294,12 +302,10 @@ class Batch:
                 [(first + i, *rows.values, rows.path) for i, rows in enumerate(items)],
             )
         except sqlite3.IntegrityError:
-            c.execute("ROLLBACK TO insert_new")
-            c.execute("RELEASE insert_new")
+            c.execute("DELETE FROM notes WHERE id >= ?", (first,))
             for rows in items:
                 self.upsert(rows)
             return
-        c.execute("RELEASE insert_new")
         children = _ChildRows()
         for i, rows in enumerate(items):
             self._child_rows(first + i, rows, children)
@@ -564,9 +570,12 @@ class Batch:
         tables and sorts each index once (``props``' values at 20,000 notes: 0.36 s and 0.29 s,
         against 1.0 s kept in order row by row). Nothing needs them meanwhile: a note's rows
         are found by its id, and searches are answered by scanning the files while the index
-        builds."""
+        builds. Also lets FTS5 hold up to ``FTS_PENDING_BYTES`` of postings in memory."""
         for name in BUILT_LAST:
             self.conn.execute(f"DROP INDEX IF EXISTS {name}")
+        self.conn.execute(
+            "INSERT INTO notes_fts (notes_fts, rank) VALUES ('hashsize', ?)", (FTS_PENDING_BYTES,)
+        )
 
     def finish(self) -> None:
         c = self.conn
