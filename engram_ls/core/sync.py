@@ -16,16 +16,14 @@ import hashlib
 import itertools
 import json
 import logging
-import marshal
 import os
-import pickle
 import signal
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, NamedTuple
+from typing import TYPE_CHECKING, Literal
 
 from engram_ls.core import memory
 from engram_ls.core.config import EngramConfig
@@ -37,6 +35,7 @@ from engram_ls.core.index.store import Index, IndexStatus
 from engram_ls.core.model import Note
 from engram_ls.core.parse import parse_note
 from engram_ls.core.serialize import NOT_JSON, rounded
+from engram_ls.core.sync_wire import Result, Touched, pack, unpack
 from engram_ls.core.vault import FileStat, Vault
 
 if TYPE_CHECKING:
@@ -158,19 +157,6 @@ def read_note(
     return fs, h, parse_note(rel, data, config), data, born
 
 
-class Touched(NamedTuple):
-    """Same content as indexed, new mtime/size."""
-
-    mtime_ns: int
-    size: int
-    born_ns: int
-
-
-Result = tuple[str, bool, NoteRows | Touched | None]
-"""(path, whether the index has no row for it yet, what reading it gave: rows to write, a
-stat-only update, or None when the file could not be read)."""
-
-
 def read_rows(root: str, rel: str, config: EngramConfig, known: bytes | None) -> Result:
     parsed = read_note(root, rel, config, known)
     if parsed is None:
@@ -224,36 +210,6 @@ def _parse_chunk(root: str, items: list[tuple[str, bytes | None]], config: Engra
     """A chunk parsed in a parse process: its results packed for the writer (``pack``)."""
     memory.collect_batch()  # the previous chunk's garbage: its results were handed on by now
     return pack(_read_chunk(root, items, config))
-
-
-_MARSHAL, _PICKLE = b"m", b"p"
-
-
-def pack(results: list[Result]) -> bytes:
-    """``results`` as a parse process sends them to the writer: ``marshal``'s bytes of them as
-    plain tuples, which take a little over half pickle's time to make and to read back (a
-    note's rows are some 30 tuples: 16 + 20 against 28 + 24 µs a note, a tenth of what
-    parsing it costs), else, when a value is of a type marshal does not hold (it takes no
-    subclass, so nothing comes back of another type), pickle's. ``unpack`` reads either."""
-    plain = [
-        (rel, new, None if got is None else (isinstance(got, Touched), tuple(got)))
-        for rel, new, got in results
-    ]
-    try:
-        return _MARSHAL + marshal.dumps(plain)
-    except ValueError:
-        return _PICKLE + pickle.dumps(results, protocol=pickle.HIGHEST_PROTOCOL)
-
-
-def unpack(data: bytes) -> list[Result]:
-    """The results ``pack`` made ``data`` of."""
-    body = memoryview(data)[1:]
-    if data[:1] == _PICKLE:
-        return list(pickle.loads(body))
-    return [
-        (rel, new, None if got is None else Touched(*got[1]) if got[0] else NoteRows(*got[1]))
-        for rel, new, got in marshal.loads(body)
-    ]
 
 
 def _shared_parse(

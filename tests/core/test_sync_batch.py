@@ -15,7 +15,8 @@ import pytest
 
 from engram_ls.core.config import EngramConfig
 from engram_ls.core.service import Engram
-from engram_ls.core.sync import Change, Touched, _read_chunk, pack, unpack
+from engram_ls.core.sync import Change, _read_chunk
+from engram_ls.core.sync_wire import Touched, pack, unpack
 from tests.reliability.oracle import assert_index_matches_vault, note_ids
 
 
