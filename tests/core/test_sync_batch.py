@@ -496,8 +496,8 @@ def test_new_notes_written_in_bulk_with_one_path_indexed_already(
     rels = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.md"))
     with Engram(root, index_path=index) as engram:
         engram.sync(workers=0)
-        for rel in ("new/a.md", "new/z.md"):
-            write(root / rel, note(1000 + len(rel), "freshword"))
+        for i, rel in enumerate(("new/a.md", "new/z.md")):
+            write(root / rel, note(1000 + i, "freshword"))
         write(root / rels[3], note(3, "changedword"))
         batch = [
             read_rows(os.fspath(root), rel, engram.config, None)[2]
