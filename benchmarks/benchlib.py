@@ -309,8 +309,8 @@ def semantic_mix() -> list[tuple[str, dict[str, Any]]]:
     """(name, engram/search params) of the search-by-meaning kinds: ``semantic`` and ``hybrid``
     alone (``semantic`` also over ``SEMANTIC_QUERIES`` in turn, a tuple as its ``query``: one
     query repeated reads the same vectors each time, different ones others) and with
-    each kind of filter (a common tag, a rare tag: a narrow filter, a year, a
-    folder), then two kinds of the main mix as the baseline measured in the same run (last, so
+    each kind of filter (a common tag, a rare tag: a narrow filter, a year, conditions on a
+    property), then two kinds of the main mix as the baseline measured in the same run (last, so
     that the server's memory after the semantic kinds is theirs alone)."""
     topic, rare_topic = g.COMMON_TOPICS[0], g.RARE_TOPICS[0]
     year = {"date_from": "2021-01-01", "date_to": "2021-12-31"}
@@ -322,6 +322,7 @@ def semantic_mix() -> list[tuple[str, dict[str, Any]]]:
         ("semantic+rare tag", {"query": query, "mode": "semantic", "tags": [rare_topic]}),
         ("semantic+date", {"query": query, "mode": "semantic", **year}),
         ("semantic+tag+date", {"query": query, "mode": "semantic", "tags": [topic], **year}),
+        ("semantic+where", {"query": query, "mode": "semantic", "where": ["status = doing"]}),
         ("hybrid", {"query": query, "mode": "hybrid"}),
         ("hybrid+tag", {"query": query, "mode": "hybrid", "tags": [topic]}),
         ("hybrid+date", {"query": query, "mode": "hybrid", **year}),

@@ -173,6 +173,28 @@ def test_hybrid_keeps_what_the_words_find(engram: Engram) -> None:
         pytest.param({"path": "kitchen"}, {"kitchen/sourdough.md"}, id="folder"),
         pytest.param({"path": "*/t*.md"}, {"money/taxes.md", "garden/tomatoes.md"}, id="glob"),
         pytest.param({"tags": ["nosuchtopic"]}, set(), id="no-note"),
+        pytest.param(
+            {"where": ["created_at >= 2024-01-01"]},
+            {"bikes/fixing-a-puncture.md", "money/taxes.md", "garden/tomatoes.md"},
+            id="where",
+        ),
+        pytest.param(
+            {"where": ["created_at < 2024-01-01"], "tags": ["-travel"]},
+            {"kitchen/sourdough.md"},
+            id="where-and-tag",
+        ),
+        pytest.param(
+            {"where": ["created_at >= 2023-01-01"], "date_to": "2024-03-31"},
+            {"kitchen/sourdough.md", "bikes/fixing-a-puncture.md"},
+            id="where-and-dates",
+        ),
+        pytest.param(
+            {"where": ["created_at >= 2024-01-01"], "path": "*/t*.md"},
+            {"money/taxes.md", "garden/tomatoes.md"},
+            id="where-and-glob",
+        ),
+        pytest.param({"where": ["topics contains travel"]}, {"travel/packing.md"}, id="where-list"),
+        pytest.param({"where": ["no_such_property exists"]}, set(), id="where-no-note"),
     ],
 )
 @pytest.mark.parametrize("way", ["listed", "checked"])
@@ -199,6 +221,29 @@ def test_filters_never_leak(
     if mode == "semantic":
         everything = engram.search({"query": query, "mode": mode, "limit": 200})
         assert _paths(res) == [p for p in _paths(everything) if p in allowed]
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [{}, {"date_from": "2020-01-01", "date_to": "2024-12-31"}],
+    ids=["alone", "with-dates"],
+)
+def test_a_where_filter_is_answered_from_its_bitmap(
+    engram: Engram, extra: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``where`` conditions are read into a bitmap to resolve the filter: the chunks ranked are
+    those of its notes, however many pass, and dates from memory narrow them further (never
+    the best chunks of all checked in SQL: ~29 ms for 22,000 passing notes at 100,000, against
+    ~6). A rest of the filter that is neither in memory nor listed is still checked in SQL,
+    among the chunks of the notes the conditions pass (``test_filters_never_leak``)."""
+    _days_in_memory(engram)
+    monkeypatch.setattr(semantic_path, "LIST_MOST", 0)  # every filter is broad
+    req = {"query": "how do I repair a flat tire", "mode": "semantic", "limit": 50}
+    req |= {"where": ["created_at >= 2023-01-01"], **extra}
+    expected = _paths(engram.search(req))
+    assert expected
+    monkeypatch.setattr(semantic_path.SemanticSearcher, "_checked", None)  # called: TypeError
+    assert _paths(engram.search(req)) == expected
 
 
 def _days_in_memory(e: Engram) -> None:

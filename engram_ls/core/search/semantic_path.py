@@ -189,10 +189,18 @@ class SemanticSearcher:
 
     def _allowed(self, f: Filters) -> Any:
         """The notes passing ``f``, from memory when it can (a filter of large topics alone:
-        their set; of dates, and maybe large topics: ``_dated``), else their ids listed by the
-        text path's SQL when they are at most ``LIST_MOST``; None for a broader filter."""
+        their set; of dates, and maybe large topics: ``_dated``; ``where`` conditions: their
+        bitmap, with what the rest of the filter gives), else their ids listed by the text
+        path's SQL when they are at most ``LIST_MOST``; None for a broader filter."""
         import numpy as np
 
+        passing = _where_notes(f)
+        if passing is not None:
+            rest = dataclasses.replace(f, where=None)
+            if rest.empty:
+                return passing
+            others = self._allowed(rest)
+            return None if others is None else (others, passing)
         in_memory = self.searcher.topic_set(f)
         if in_memory is not None:  # any size: the table keeps its chunks' mask for a while
             return in_memory
@@ -228,11 +236,12 @@ class SemanticSearcher:
 
     def _checked(self, table: CodeTable, q: Any, k: int, depth: int, f: Filters) -> Any:
         """(chunk ids, note ids) of the ``k`` best chunks whose notes pass the broad filter
-        ``f`` (more than ``LIST_MOST`` notes pass it): the best ``depth`` chunks of all, in
-        order, their notes checked in SQL a slice at a time until ``k`` pass."""
+        ``f`` (more than ``LIST_MOST`` notes pass it): the best ``depth`` chunks of all (of the
+        notes its ``where`` passes, if it has one), in order, their notes checked in SQL a
+        slice at a time until ``k`` pass."""
         import numpy as np
 
-        ids, notes = table.closest(q, depth, depth=depth)
+        ids, notes = table.closest(q, depth, depth=depth, among=_where_notes(f))
         kept: list[Any] = []
         got = 0
         step = 2 * k  # more than a fifth of the notes pass: a slice of twice k mostly does
@@ -272,6 +281,20 @@ class SemanticSearcher:
             line, text = (None, None) if n in found_by_words else places.get(chunk_of[n], (1, ""))
             page.append((n, score, line, text))
         return self.searcher.page(text_plan or plan, page), len(fused)
+
+
+def _where_notes(f: Filters) -> Any:
+    """By note id, whether the filter's ``where`` conditions pass the note; None without
+    conditions. They were read into a bitmap to resolve the filter (``where_bits``): used as it
+    is, where listing its notes and joining them in SQL took ~25 ms for 22,000 notes at
+    100,000 (then too many to list: the checked way, ~29 ms in all, against ~6 now)."""
+    import numpy as np
+
+    if f.where is None:
+        return None
+    return np.unpackbits(np.frombuffer(f.where.member, dtype=np.uint8), bitorder="little").view(
+        np.bool_
+    )
 
 
 def similar_notes(engram: Engram, rel: str, limit: int) -> list[dict[str, Any]]:
