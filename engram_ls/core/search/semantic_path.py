@@ -3,10 +3,11 @@
 ``semantic``: the query's vector against every chunk's (``core/semantic/vectors.py``): the
 nearest ``CANDIDATES`` chunks by Hamming distance of their sign bits, re-ranked by the cosine
 of their stored vectors; a note's score is that of its best chunk, whose line and snippet the
-hit shows. Filters are exact: with filters, the nearest chunks are looked up four times as deep
-and their notes checked against the filters in SQL; when too few pass (a narrow filter), the
-filter's notes are listed first and only their chunks are ranked. ``total`` counts the notes
-the candidates gave (the ranking is of the nearest chunks, not of every note).
+hit shows. Filters are exact: the notes passing a filter are found first when they can be (from
+memory: a large topic's set, the notes' dates, the bitmap of ``where`` conditions; else listed
+in SQL, up to ``LIST_MOST``) and only their chunks are ranked; for a broader filter the nearest
+chunks are taken and their notes checked against it in SQL until enough pass. ``total`` counts
+the notes the candidates gave (the ranking is of the nearest chunks, not of every note).
 
 ``hybrid``: reciprocal rank fusion of a text ranking (BM25 over any of the query's
 informative words, ``core/search/any_word.py``: its first ``HYBRID_DEPTH`` notes, same
