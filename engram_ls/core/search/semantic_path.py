@@ -4,8 +4,9 @@
 nearest ``CANDIDATES`` chunks by Hamming distance of their sign bits, re-ranked by the cosine
 of their stored vectors; a note's score is that of its best chunk, whose line and snippet the
 hit shows. Filters are exact: the notes passing a filter are found first when they can be (from
-memory: a large topic's set, the notes' dates, the bitmap of ``where`` conditions; else listed
-in SQL, up to ``LIST_MOST``) and only their chunks are ranked; for a broader filter the nearest
+memory: a large topic's set, the notes' dates, the bitmap of ``where`` conditions, every note
+but a topic's left out; else listed in SQL, up to ``LIST_MOST``) and only their chunks are
+ranked; for a broader filter the nearest
 chunks are taken and their notes checked against it in SQL until enough pass. ``total`` counts
 the notes the candidates gave (the ranking is of the nearest chunks, not of every note).
 
