@@ -6,9 +6,9 @@ of their stored vectors; a note's score is that of its best chunk, whose line an
 hit shows. Filters are exact: the notes passing a filter are found first when they can be (from
 memory: a large topic's set, the notes' dates, the bitmap of ``where`` conditions, every note
 but a topic's left out; else listed in SQL, up to ``LIST_MOST``) and only their chunks are
-ranked; for a broader filter the nearest
-chunks are taken and their notes checked against it in SQL until enough pass. ``total`` counts
-the notes the candidates gave (the ranking is of the nearest chunks, not of every note).
+ranked; for a broader filter the nearest chunks are taken and their notes checked against it
+in SQL until enough pass. ``total`` counts the notes the candidates gave (the ranking is of the
+nearest chunks, not of every note).
 
 ``hybrid``: reciprocal rank fusion of a text ranking (BM25 over any of the query's
 informative words, ``core/search/any_word.py``: its first ``HYBRID_DEPTH`` notes, same
@@ -191,19 +191,16 @@ class SemanticSearcher:
         ]
 
     def _allowed(self, f: Filters) -> Any:
-        """The notes passing ``f``, from memory when it can (a filter of large topics alone:
-        their set; of dates, and maybe large topics: ``_dated``; ``where`` conditions: their
-        bitmap, with what the rest of the filter gives), else their ids listed by the text
-        path's SQL when they are at most ``LIST_MOST``; None for a broader filter."""
+        """The notes passing ``f``, from memory when it can (``where`` conditions and topics
+        left out: a mask, ``_split``, with what the rest of the filter gives; a filter of large
+        topics alone: their set; of dates, and maybe large topics: ``_dated``), else their ids
+        listed by the text path's SQL when they are at most ``LIST_MOST``; None for a broader
+        filter."""
         import numpy as np
 
-        passing = _where_notes(f)
-        if passing is not None:
-            rest = dataclasses.replace(f, where=None)
-        elif f.exclude:
-            passing = self._without(f)
-            rest = dataclasses.replace(f, exclude=[])
-        if passing is not None:
+        split = self._split(f)
+        if split is not None:  # a mask by note id, and the rest of the filter
+            passing, rest = split
             if rest.empty:
                 return passing
             others = self._allowed(rest)
@@ -224,9 +221,19 @@ class SemanticSearcher:
         ids = np.array(str(listed).split(","), dtype=np.int64)
         return ids if len(ids) <= LIST_MOST else None
 
+    def _split(self, f: Filters) -> tuple[Any, Filters] | None:
+        """(by note id, whether a note passes one part of ``f``; the rest of ``f``) for the
+        parts whose notes are a mask at once: ``where`` conditions (their bitmap), then topics
+        left out (``_without``); None when ``f`` has neither."""
+        if f.where is not None:
+            return _where_notes(f), dataclasses.replace(f, where=None)
+        if f.exclude:
+            return self._without(f), dataclasses.replace(f, exclude=[])
+        return None
+
     def _without(self, f: Filters) -> Any:
         """By note id, every note's: whether it has none of the topics ``f`` leaves out. Their
-        notes come from the topics' sets in memory, else listed in SQL: a topic left out
+        notes come from the topics' sets in memory, else ``topic_sets.read_topic``: a topic left out
         passes most notes, which the checked way then ranked all of and checked in SQL (22-25
         ms at 100,000 notes, against ~6-9)."""
         import numpy as np
@@ -236,23 +243,13 @@ class SemanticSearcher:
         topics = self.searcher.topic_notes
         for t in f.exclude:
             kept = topics.current(self.conn, t) if topics is not None else None
-            if kept is not None:
-                ids = np.fromiter(kept.ids, dtype=np.int64, count=len(kept.ids))
-            else:
+            if kept is None:
                 if topics is not None and f.sizes.get(t, 0) >= topic_sets.MIN_NOTES:
                     topics.want(self.conn, t)  # for the next search
-                ids = self._listed_topic(t)
+                kept = topic_sets.read_topic(self.conn, t)
+            ids = np.fromiter(kept.ids, dtype=np.int64, count=len(kept.ids))
             keep[ids[ids < len(keep)]] = False
         return keep
-
-    def _listed_topic(self, topic: int) -> Any:
-        """The ids of the notes with ``topic``, listed in SQL (an array)."""
-        import numpy as np
-
-        (listed,) = self.conn.execute(
-            "SELECT group_concat(note_id) FROM note_topics WHERE topic_id = ?", (topic,)
-        ).fetchone()
-        return np.array(str(listed).split(",") if listed else [], dtype=np.int64)
 
     def _dated(self, f: Filters) -> Any:
         """For a date filter without a path: by note id, whether a note is within the dates
