@@ -55,8 +55,8 @@ def clean_markup(line: str) -> str:
     """``line`` as a reader reads it: images, HTML tags and link syntax taken away (a link's
     words and an image's alt text kept), heading marks dropped, spaces collapsed."""
     text = line.strip()
-    if len(text) > CLEAN_CHARS:
-        return " ".join(text.split())
+    if len(text) > CLEAN_CHARS or not ("[" in text or "<" in text or text[:1] == "#"):
+        return " ".join(text.split())  # too long to clean, or nothing to take away
     text = _IMAGE.sub(lambda m: m[1] or "", text)
     text = _TAG.sub(" ", text)
     text = _WIKI.sub(lambda m: m[2] or m[1], text)
