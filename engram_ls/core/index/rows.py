@@ -29,6 +29,7 @@ from engram_ls.core.index.trigram import TABLES
 from engram_ls.core.links import link_key, stem_key
 from engram_ls.core.model import Note
 from engram_ls.core.properties import CODES
+from engram_ls.core.serialize import json_text
 from engram_ls.core.tasks.store import COLUMNS, TaskRow, task_rows
 
 State = Literal["empty", "building", "ready", "stale", "failed"]
@@ -118,7 +119,7 @@ def note_rows(
         note.created_at,
         note.created_ts,
         note.summary,
-        json.dumps(list(note.topics), ensure_ascii=False),
+        json_text(list(note.topics)),
         note.body_line,
         problems_json,
         note.title.casefold(),  # title_key, also the folded name of names.mask

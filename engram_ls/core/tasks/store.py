@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from engram_ls.core.model import PRIORITIES, Task, task_state
+from engram_ls.core.serialize import json_text
 
 TaskRow = tuple[int, str, int, int, Any, Any, Any, Any, Any, Any, str, str]
 """(line, status, open, priority rank, due, scheduled, start, created, done, cancelled, text,
@@ -38,21 +39,30 @@ def task_rows(
     rows: list[TaskRow] = []
     tags: list[tuple[int, str, int]] = []
     for place, t in enumerate(tasks):
-        data = {
-            "description": t.description,
-            "recurrence": t.recurrence,
-            "id": t.id,
-            "depends_on": list(t.depends_on),
-            "tags": list(t.tags),
-            "fields": [list(f) for f in t.fields],
-            "heading": t.heading,
-            "parent": t.parent,
-        }
+        # the details a task has, in this order (an empty one is left out)
+        data: dict[str, Any] = {}
+        if t.description:
+            data["description"] = t.description
+        if t.recurrence:
+            data["recurrence"] = t.recurrence
+        if t.id:
+            data["id"] = t.id
+        if t.depends_on:
+            data["depends_on"] = list(t.depends_on)
+        if t.tags:
+            data["tags"] = list(t.tags)
+        if t.fields:
+            data["fields"] = [list(f) for f in t.fields]
+        if t.heading:
+            data["heading"] = t.heading
+        if t.parent:
+            data["parent"] = t.parent
+        opened = int(is_open(t.status))
         rows.append(
             (
                 t.line,
                 t.status,
-                int(is_open(t.status)),
+                opened,
                 RANK[t.priority],
                 t.due,
                 t.scheduled,
@@ -61,11 +71,13 @@ def task_rows(
                 t.done,
                 t.cancelled,
                 t.text,
-                json.dumps({k: v for k, v in data.items() if v}, ensure_ascii=False),
+                json_text(data),
             )
         )
-        opened = int(is_open(t.status))
-        tags.extend((place, key, opened) for key in dict.fromkeys(tag.casefold() for tag in t.tags))
+        if t.tags:
+            tags.extend(
+                (place, key, opened) for key in dict.fromkeys(tag.casefold() for tag in t.tags)
+            )
     return tuple(rows), tuple(tags)
 
 
