@@ -123,8 +123,13 @@ def _add(out: list[Prop], meta: Mapping[Any, Any], prefix: str, depth: int, item
         if len(name) <= MAX_NAME:
             # one string of each name: a parse process's chunk of notes pickles it once
             name = sys.intern(name)
-            if type(value) is str and depth <= MAX_DEPTH:  # most values: _value without its calls
+            kind = type(value)
+            if kind is str and depth <= MAX_DEPTH:  # most values: _value without its calls
                 out.append(_text(name, value, item))
+            elif kind in _PLAIN_SCALARS and depth <= MAX_DEPTH:
+                found = typed(value)
+                if found is not None:
+                    out.append(_prop((name, found[0], found[1], item)))
             else:
                 _value(out, name, value, depth, item)
         if len(out) >= MAX_ROWS:
@@ -134,8 +139,8 @@ def _add(out: list[Prop], meta: Mapping[Any, Any], prefix: str, depth: int, item
 def _value(out: list[Prop], name: str, value: Any, depth: int, item: bool) -> None:
     if depth > MAX_DEPTH or len(out) >= MAX_ROWS:
         return
-    # YAML's scalars first: ``isinstance(x, Mapping)`` of one is an ABC's slow check
-    if not isinstance(value, _SCALARS) and isinstance(value, Mapping):
+    # YAML's scalars and lists first: ``isinstance(x, Mapping)`` of one is an ABC's slow check
+    if type(value) is not list and not isinstance(value, _SCALARS) and isinstance(value, Mapping):
         if value:
             _add(out, value, name + ".", depth + 1, item)
         else:
@@ -156,6 +161,8 @@ def _value(out: list[Prop], name: str, value: Any, depth: int, item: bool) -> No
 
 _SCALARS = (str, int, float, dt.date, type(None))
 """The types of YAML's scalars (``bool`` is an ``int``, ``datetime`` a ``date``)."""
+_PLAIN_SCALARS = frozenset({int, float, bool, dt.date, dt.datetime, type(None)})
+"""The exact types of YAML's scalars but text: ``typed`` as they are, without ``_value``."""
 
 
 def _text(name: str, value: str, item: bool) -> Prop:

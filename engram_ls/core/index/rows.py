@@ -160,12 +160,12 @@ def _props(note: Note) -> tuple[tuple[str, str, Any, int], ...]:
     that has the value."""
     seen: dict[str, int] = {}
     out: dict[tuple[str, str, Any], int] = {}
-    for p in note.properties:
+    for name, kind, value, listed in note.properties:
         item = 0
-        if p.item:
-            item = seen[p.name] = seen.get(p.name, 0) + 1
+        if listed:
+            item = seen[name] = seen.get(name, 0) + 1
         # equal as SQLite compares them: 1 and 1.0 (true is another kind), text exactly
-        row = (p.name, CODES[p.kind], p.value)
+        row = (name, CODES[kind], value)
         if out.get(row, item) >= item:
             out[row] = item  # the first place (a single value before the items)
     return tuple((key, kind, value, item) for (key, kind, value), item in out.items())
