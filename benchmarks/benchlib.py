@@ -310,8 +310,10 @@ def semantic_mix() -> list[tuple[str, dict[str, Any]]]:
     alone (``semantic`` also over ``SEMANTIC_QUERIES`` in turn, a tuple as its ``query``: one
     query repeated reads the same vectors each time, different ones others) and with
     each kind of filter (a common tag, a rare tag: a narrow filter, a year, conditions on a
-    property), then two kinds of the main mix as the baseline measured in the same run (last, so
-    that the server's memory after the semantic kinds is theirs alone)."""
+    property, a folder (``area-01/``, one of the generated vault's) with a common tag, a glob
+    of every area's 2021 folder), then two kinds of the main mix as the baseline measured in
+    the same run (last, so that the server's memory after the semantic kinds is theirs
+    alone)."""
     topic, rare_topic = g.COMMON_TOPICS[0], g.RARE_TOPICS[0]
     year = {"date_from": "2021-01-01", "date_to": "2021-12-31"}
     query = SEMANTIC_QUERIES[0]
@@ -323,6 +325,11 @@ def semantic_mix() -> list[tuple[str, dict[str, Any]]]:
         ("semantic+date", {"query": query, "mode": "semantic", **year}),
         ("semantic+tag+date", {"query": query, "mode": "semantic", "tags": [topic], **year}),
         ("semantic+where", {"query": query, "mode": "semantic", "where": ["status = doing"]}),
+        (
+            "semantic+folder+tag",
+            {"query": query, "mode": "semantic", "path": "area-01", "tags": [topic]},
+        ),
+        ("semantic+glob", {"query": query, "mode": "semantic", "path": "*/2021/**"}),
         ("hybrid", {"query": query, "mode": "hybrid"}),
         ("hybrid+tag", {"query": query, "mode": "hybrid", "tags": [topic]}),
         ("hybrid+date", {"query": query, "mode": "hybrid", **year}),

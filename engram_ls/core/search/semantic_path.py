@@ -22,12 +22,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import sqlite3
+from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
 from engram_ls.core.errors import UnsupportedMode
 from engram_ls.core.index import topic_sets
+from engram_ls.core.index.bitmaps import bitmap, member
 from engram_ls.core.search.any_word import any_word_plan
-from engram_ls.core.search.filters import Filters
+from engram_ls.core.search.filters import Filters, path_condition
 from engram_ls.core.search.hits import SearchHit, fuse_ranks
 from engram_ls.core.search.index_path import IndexSearcher
 from engram_ls.core.search.plan import Plan, make_plan
@@ -229,7 +231,25 @@ class SemanticSearcher:
             return _where_notes(f), dataclasses.replace(f, where=None)
         if f.exclude:
             return self._without(f), dataclasses.replace(f, exclude=[])
+        if f.path is not None:
+            return self._in_path(f), dataclasses.replace(f, path=None, path_kind=None)
         return None
+
+    def _in_path(self, f: Filters) -> Any:
+        """By note id, whether a note is in the filter's folder, note or glob: its notes read
+        once an index state (in the memo of ``where`` conditions' notes). A glob tests every
+        path (64 ms at 100,000 notes), and a folder listed in SQL with a topic took 28 ms; as
+        a mask, either is combined with what the rest of the filter gives from memory."""
+        import numpy as np
+
+        key = ("path", f.path_kind, f.path)
+        memo = self.searcher.where_sets
+        found = (
+            memo.lookup(self.conn, [key], _path_notes) if memo else _path_notes(self.conn, [key])
+        )
+        return np.unpackbits(
+            np.frombuffer(member(found[key]), dtype=np.uint8), bitorder="little"
+        ).view(np.bool_)
 
     def _without(self, f: Filters) -> Any:
         """By note id, every note's: whether it has none of the topics ``f`` leaves out. Their
@@ -315,6 +335,19 @@ class SemanticSearcher:
             line, text = (None, None) if n in found_by_words else places.get(chunk_of[n], (1, ""))
             page.append((n, score, line, text))
         return self.searcher.page(text_plan or plan, page), len(fused)
+
+
+def _path_notes(conn: sqlite3.Connection, keys: list[Hashable]) -> dict[Hashable, int]:
+    """The bitmap of the notes in each ``("path", kind, scope)`` of ``keys``."""
+    out: dict[Hashable, int] = {}
+    for key in keys:
+        assert isinstance(key, tuple)
+        _, kind, scope = key
+        sql, params = path_condition("path", scope, kind)
+        out[key] = bitmap(
+            int(r[0]) for r in conn.execute(f"SELECT id FROM notes WHERE {sql}", params)
+        )
+    return out
 
 
 def _where_notes(f: Filters) -> Any:
