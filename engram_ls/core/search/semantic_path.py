@@ -5,7 +5,8 @@ nearest ``CANDIDATES`` chunks by Hamming distance of their sign bits, re-ranked 
 of their stored vectors; a note's score is that of its best chunk, whose line and snippet the
 hit shows. Filters are exact: the notes passing a filter are found first when they can be (from
 memory: a large topic's set, the notes' dates, the bitmap of ``where`` conditions, every note
-but a topic's left out; else listed in SQL, up to ``LIST_MOST``) and only their chunks are
+but a topic's left out, the bitmap of a folder's or a glob's notes; else listed in SQL, up to
+``LIST_MOST``) and only their chunks are
 ranked; for a broader filter the nearest chunks are taken and their notes checked against it
 in SQL until enough pass. ``total`` counts the notes the candidates gave (the ranking is of the
 nearest chunks, not of every note).
@@ -193,11 +194,11 @@ class SemanticSearcher:
         ]
 
     def _allowed(self, f: Filters) -> Any:
-        """The notes passing ``f``, from memory when it can (``where`` conditions and topics
-        left out: a mask, ``_split``, with what the rest of the filter gives; a filter of large
-        topics alone: their set; of dates, and maybe large topics: ``_dated``), else their ids
-        listed by the text path's SQL when they are at most ``LIST_MOST``; None for a broader
-        filter."""
+        """The notes passing ``f``, from memory when it can (``where`` conditions, topics left
+        out and a path: a mask, ``_split``, with what the rest of the filter gives; a filter of
+        large topics alone: their set; of dates, and maybe large topics: ``_dated``), else their
+        ids listed by the text path's SQL when they are at most ``LIST_MOST``; None for a
+        broader filter."""
         import numpy as np
 
         split = self._split(f)
@@ -226,7 +227,8 @@ class SemanticSearcher:
     def _split(self, f: Filters) -> tuple[Any, Filters] | None:
         """(by note id, whether a note passes one part of ``f``; the rest of ``f``) for the
         parts whose notes are a mask at once: ``where`` conditions (their bitmap), then topics
-        left out (``_without``); None when ``f`` has neither."""
+        left out (``_without``), then a folder, note or glob (``_in_path``); None when ``f`` has
+        none of them."""
         if f.where is not None:
             return _where_notes(f), dataclasses.replace(f, where=None)
         if f.exclude:
