@@ -293,11 +293,17 @@ class SemanticSearcher:
     def _checked(self, table: CodeTable, q: Any, k: int, depth: int, f: Filters) -> Any:
         """(chunk ids, note ids) of the ``k`` best chunks whose notes pass the broad filter
         ``f`` (more than ``LIST_MOST`` notes pass it): the best ``depth`` chunks of all (of the
-        notes its ``where`` passes, if it has one), in order, their notes checked in SQL a
-        slice at a time until ``k`` pass."""
+        notes its ``where`` conditions and its path pass, when it has them: their masks), in
+        order, their notes checked in SQL a slice at a time until ``k`` pass."""
         import numpy as np
 
-        ids, notes = table.closest(q, depth, depth=depth, among=_where_notes(f))
+        masks = tuple(
+            m
+            for m in (_where_notes(f), None if f.path is None else self._in_path(f))
+            if m is not None
+        )
+        among = None if not masks else masks[0] if len(masks) == 1 else masks
+        ids, notes = table.closest(q, depth, depth=depth, among=among)
         kept: list[Any] = []
         got = 0
         step = 2 * k  # more than a fifth of the notes pass: a slice of twice k mostly does
