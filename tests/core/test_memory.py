@@ -46,8 +46,11 @@ with memory.batch_collections():
     seen = weakref.ref(a)
     del a
     junk = [[] for _ in range(20_000)]  # would have run the collector many times
+    memory.collect_batch()  # a pause, with few objects made since the last: nothing looked at
     assert seen() is not None
-    memory.collect_batch()  # a pause
+    more = [[] for _ in range(memory.YOUNG_MOST)]  # made and kept: past the bound
+    assert seen() is not None
+    memory.collect_batch()  # the next pause collects
     assert seen() is None
 assert gc.isenabled() and gc.get_freeze_count() == 0
 memory.collect_batch()  # outside a batch: nothing
@@ -61,7 +64,8 @@ print("ok")
 
 def test_a_batch_turns_the_cycle_collector_off_and_collects_at_its_pauses() -> None:
     """A build's batch: no automatic collection while it runs (two batches overlapping: until
-    the second ends), the objects from before it frozen, a cycle made in it collected at a
-    pause, and the collector as it was after it."""
+    the second ends), the objects from before it frozen, a cycle made in it collected at the
+    first pause after ``YOUNG_MOST`` objects were made and kept (not at a pause before: each
+    collection looks at every one of them), and the collector as it was after it."""
     out = subprocess.run([sys.executable, "-c", BATCH], capture_output=True, text=True, check=False)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
