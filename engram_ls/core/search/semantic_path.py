@@ -6,10 +6,9 @@ of their stored vectors; a note's score is that of its best chunk, whose line an
 hit shows. Filters are exact: the notes passing a filter are found first when they can be (from
 memory: a large topic's set, the notes' dates, the bitmap of ``where`` conditions, every note
 but a topic's left out, the bitmap of a folder's or a glob's notes; else listed in SQL, up to
-``LIST_MOST``) and only their chunks are
-ranked; for a broader filter the nearest chunks are taken and their notes checked against it
-in SQL until enough pass. ``total`` counts the notes the candidates gave (the ranking is of the
-nearest chunks, not of every note).
+``LIST_MOST``) and only their chunks are ranked; for a broader filter the nearest chunks are
+taken and their notes checked against it in SQL until enough pass. ``total`` counts the notes
+the candidates gave (the ranking is of the nearest chunks, not of every note).
 
 ``hybrid``: reciprocal rank fusion of a text ranking (BM25 over any of the query's
 informative words, ``core/search/any_word.py``: its first ``HYBRID_DEPTH`` notes, same
@@ -242,16 +241,13 @@ class SemanticSearcher:
         once an index state (in the memo of ``where`` conditions' notes). A glob tests every
         path (64 ms at 100,000 notes), and a folder listed in SQL with a topic took 28 ms; as
         a mask, either is combined with what the rest of the filter gives from memory."""
-        import numpy as np
-
         key = ("path", f.path_kind, f.path)
         memo = self.searcher.where_sets
-        found = (
-            memo.lookup(self.conn, [key], _path_notes) if memo else _path_notes(self.conn, [key])
-        )
-        return np.unpackbits(
-            np.frombuffer(member(found[key]), dtype=np.uint8), bitorder="little"
-        ).view(np.bool_)
+        if memo is not None:
+            found = memo.lookup(self.conn, [key], _path_notes)
+        else:
+            found = _path_notes(self.conn, [key])
+        return _by_note(member(found[key]))
 
     def _without(self, f: Filters) -> Any:
         """By note id, every note's: whether it has none of the topics ``f`` leaves out. Their
@@ -363,13 +359,14 @@ def _where_notes(f: Filters) -> Any:
     conditions. They were read into a bitmap to resolve the filter (``where_bits``): used as it
     is, where listing its notes and joining them in SQL took ~25 ms for 22,000 notes at
     100,000 (then too many to list: the checked way, ~29 ms in all, against ~6 now)."""
+    return None if f.where is None else _by_note(f.where.member)
+
+
+def _by_note(members: bytes) -> Any:
+    """A bitmap's ``member`` bytes as a boolean array by note id."""
     import numpy as np
 
-    if f.where is None:
-        return None
-    return np.unpackbits(np.frombuffer(f.where.member, dtype=np.uint8), bitorder="little").view(
-        np.bool_
-    )
+    return np.unpackbits(np.frombuffer(members, dtype=np.uint8), bitorder="little").view(np.bool_)
 
 
 def similar_notes(engram: Engram, rel: str, limit: int) -> list[dict[str, Any]]:
