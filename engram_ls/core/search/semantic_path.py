@@ -163,11 +163,13 @@ class SemanticSearcher:
         if filters is None or filters.empty:
             ids, notes = table.closest(q, k, depth=depth)
         else:
-            allowed = self._allowed(filters)
-            if allowed is not None:  # the filter's notes, listed: only their chunks are ranked
-                ids, notes = table.closest(q, k, depth=depth, among=allowed)
-            else:  # a broad filter: the best chunks of all, checked until k pass
-                ids, notes = self._checked(table, q, k, depth, filters)
+            masks, rest = self._masks(filters)
+            listed = None if rest.empty else self._listed(rest)
+            if rest.empty or listed is not None:  # the filter's notes: only their chunks ranked
+                among = _all_of([*masks] if listed is None else [*masks, listed])
+                ids, notes = table.closest(q, k, depth=depth, among=among)
+            else:  # a broad rest: the best chunks of the masks' notes, checked until k pass
+                ids, notes = self._checked(table, q, k, depth, rest, _all_of(masks))
         if plan is not None:
             plan.check()
         found, vectors = store.vectors_in(self.conn, ids.tolist())
@@ -192,21 +194,30 @@ class SemanticSearcher:
             )
         ]
 
-    def _allowed(self, f: Filters) -> Any:
-        """The notes passing ``f``, from memory when it can (``where`` conditions, topics left
-        out and a path: a mask, ``_split``, with what the rest of the filter gives; a filter of
-        large topics alone: their set; of dates, and maybe large topics: ``_dated``), else their
-        ids listed by the text path's SQL when they are at most ``LIST_MOST``; None for a
-        broader filter."""
+    def _masks(self, f: Filters) -> tuple[list[Any], Filters]:
+        """(by note id, whether a note passes each part of ``f`` whose notes are a mask at once;
+        the rest of ``f``). The parts: ``where`` conditions (the bitmap made to resolve them:
+        listing their notes and joining them in SQL took ~25 ms for 22,000 notes at 100,000),
+        topics left out (``_without``) and a folder, note or glob (``_in_path``)."""
+        masks: list[Any] = []
+        if f.where is not None:
+            masks.append(_by_note(f.where.member))
+            f = dataclasses.replace(f, where=None)
+        if f.exclude:
+            masks.append(self._without(f))
+            f = dataclasses.replace(f, exclude=[])
+        if f.path is not None:
+            masks.append(self._in_path(f))
+            f = dataclasses.replace(f, path=None, path_kind=None)
+        return masks, f
+
+    def _listed(self, f: Filters) -> Any:
+        """The notes passing ``f`` (topics and dates: the rest of ``_masks``), from memory when
+        it can (a filter of large topics alone: their set; of dates, and maybe large topics:
+        ``_dated``), else their ids listed by the text path's SQL when they are at most
+        ``LIST_MOST``; None for a broader filter."""
         import numpy as np
 
-        split = self._split(f)
-        if split is not None:  # a mask by note id, and the rest of the filter
-            passing, rest = split
-            if rest.empty:
-                return passing
-            others = self._allowed(rest)
-            return None if others is None else (others, passing)
         in_memory = self.searcher.topic_set(f)
         if in_memory is not None:  # any size: the table keeps its chunks' mask for a while
             return in_memory
@@ -222,19 +233,6 @@ class SemanticSearcher:
             return np.zeros(0, dtype=np.int64)
         ids = np.array(str(listed).split(","), dtype=np.int64)
         return ids if len(ids) <= LIST_MOST else None
-
-    def _split(self, f: Filters) -> tuple[Any, Filters] | None:
-        """(by note id, whether a note passes one part of ``f``; the rest of ``f``) for the
-        parts whose notes are a mask at once: ``where`` conditions (their bitmap), then topics
-        left out (``_without``), then a folder, note or glob (``_in_path``); None when ``f`` has
-        none of them."""
-        if f.where is not None:
-            return _where_notes(f), dataclasses.replace(f, where=None)
-        if f.exclude:
-            return self._without(f), dataclasses.replace(f, exclude=[])
-        if f.path is not None:
-            return self._in_path(f), dataclasses.replace(f, path=None, path_kind=None)
-        return None
 
     def _in_path(self, f: Filters) -> Any:
         """By note id, whether a note is in the filter's folder, note or glob: its notes read
@@ -270,10 +268,10 @@ class SemanticSearcher:
         return keep
 
     def _dated(self, f: Filters) -> Any:
-        """For a date filter without a path: by note id, whether a note is within the dates
-        (and with topics, their set too), from memory; None when not in memory (the notes'
-        dates are read in the background for the next search)."""
-        if f.date_lo is None or f.date_hi is None or f.path is not None or f.where is not None:
+        """For a date filter (of topics and dates only: the rest of ``_masks``): by note id,
+        whether a note is within the dates (and with topics, their set too), from memory; None
+        when not in memory (the notes' dates are read in the background for the next search)."""
+        if f.date_lo is None or f.date_hi is None:
             return None
         cache = self.semantic.days()
         days = cache.current(self.conn, 0)
@@ -286,19 +284,13 @@ class SemanticSearcher:
         topics = self.searcher.topic_set(dataclasses.replace(f, date_lo=None, date_hi=None))
         return None if topics is None else (topics, within)
 
-    def _checked(self, table: CodeTable, q: Any, k: int, depth: int, f: Filters) -> Any:
+    def _checked(self, table: CodeTable, q: Any, k: int, depth: int, f: Filters, among: Any) -> Any:
         """(chunk ids, note ids) of the ``k`` best chunks whose notes pass the broad filter
-        ``f`` (more than ``LIST_MOST`` notes pass it): the best ``depth`` chunks of all (of the
-        notes its ``where`` conditions and its path pass, when it has them: their masks), in
-        order, their notes checked in SQL a slice at a time until ``k`` pass."""
+        ``f`` (more than ``LIST_MOST`` notes pass it) and are ``among`` (the masks of the
+        filter's other parts, None without): the best ``depth`` chunks of those notes, in
+        order, their notes checked against ``f`` in SQL a slice at a time until ``k`` pass."""
         import numpy as np
 
-        masks = tuple(
-            m
-            for m in (_where_notes(f), None if f.path is None else self._in_path(f))
-            if m is not None
-        )
-        among = None if not masks else masks[0] if len(masks) == 1 else masks
         ids, notes = table.closest(q, depth, depth=depth, among=among)
         kept: list[Any] = []
         got = 0
@@ -354,12 +346,10 @@ def _path_notes(conn: sqlite3.Connection, keys: list[Hashable]) -> dict[Hashable
     return out
 
 
-def _where_notes(f: Filters) -> Any:
-    """By note id, whether the filter's ``where`` conditions pass the note; None without
-    conditions. They were read into a bitmap to resolve the filter (``where_bits``): used as it
-    is, where listing its notes and joining them in SQL took ~25 ms for 22,000 notes at
-    100,000 (then too many to list: the checked way, ~29 ms in all, against ~6 now)."""
-    return None if f.where is None else _by_note(f.where.member)
+def _all_of(parts: list[Any]) -> Any:
+    """What ``CodeTable.closest`` takes as ``among`` for notes that are in every one of
+    ``parts``: one part as it is, several as a tuple; None for no part."""
+    return None if not parts else parts[0] if len(parts) == 1 else tuple(parts)
 
 
 def _by_note(members: bytes) -> Any:
