@@ -13,7 +13,6 @@ reader (:meth:`~engram_ls.core.vault.Vault.read`: regular files only, size-cappe
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 import re
 import time
@@ -32,7 +31,7 @@ from engram_ls.core.edits import (
 )
 from engram_ls.core.errors import EngramError, InvalidRequest, NotFound
 from engram_ls.core.parse import clean_topic, parse_note
-from engram_ls.core.serialize import OMIT_EMPTY, rounded
+from engram_ls.core.serialize import OMIT_EMPTY, json_text, rounded
 from engram_ls.core.topic_edit import TopicEdit, add_topics_edit
 from engram_ls.core.vault import Vault
 
@@ -342,7 +341,7 @@ class Librarian:
         }
         try:
             with open(self.vault.abs(qrel) / QUARANTINE_LOG, "a", encoding="utf-8") as log:
-                log.write(json.dumps(entry, ensure_ascii=False) + "\n")
+                log.write(json_text(entry) + "\n")
                 log.flush()
                 os.fsync(log.fileno())
         except OSError as exc:

@@ -18,7 +18,6 @@ tags); ``yaml_slot`` any key a caller accepts. ``render`` writes a candidate for
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from engram_ls.core import fmscan
 from engram_ls.core.config import EngramConfig
 from engram_ls.core.inline import TAG_RE, is_tag_text
 from engram_ls.core.parse import in_code_span
+from engram_ls.core.serialize import json_text
 from engram_ls.lsp.document import Where, next_line
 
 MAX_ITEMS = 100
@@ -302,7 +302,7 @@ def _yaml_plain_ok(topic: str) -> bool:
 def _quoted(topic: str, quote: str) -> str:
     if quote == "'":
         return "'" + topic.replace("'", "''") + "'"
-    return json.dumps(topic, ensure_ascii=False)
+    return json_text(topic)
 
 
 def render(slot: Slot, topic: str) -> tuple[str, str] | None:

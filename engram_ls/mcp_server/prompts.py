@@ -12,7 +12,6 @@ a vault not served) is an MCP error whose message begins with the Engram code
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -28,6 +27,7 @@ from engram_ls.core.errors import (
 from engram_ls.core.search import SearchResponse
 from engram_ls.core.search.any_word import STOP_WORDS
 from engram_ls.core.search.hits import SearchHit
+from engram_ls.core.serialize import json_text
 from engram_ls.core.service import Engram
 from engram_ls.core.tasks.query import done_between
 from engram_ls.core.tasks.request import DAY_HELP, resolve_day
@@ -99,7 +99,7 @@ def add_prompts(mcp: EngramMCP) -> None:
 
 def call(tool: str, **args: Any) -> str:
     """How a message writes a tool call: its name and its JSON arguments."""
-    return f"{tool} {json.dumps(args, ensure_ascii=False)}"
+    return f"{tool} {json_text(args)}"
 
 
 class Prompts:
