@@ -317,6 +317,23 @@ def test_a_path_filter_is_answered_from_its_notes(
     assert _paths(engram.search(req)) == [p for p in everything if p in allowed]
 
 
+def test_the_checked_way_checks_only_what_no_mask_holds(
+    engram: Engram, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A broad rest of a filter (a topic neither in memory nor listed) is checked in SQL among
+    the chunks of the notes the path's mask passes: the glob is not tested again on each
+    candidate, and the ranking is still the unfiltered one, filtered."""
+    from engram_ls.core.search import filters as filters_mod
+
+    monkeypatch.setattr(semantic_path, "LIST_MOST", 0)  # every filter is broad
+    query = "how do I repair a flat tire on my bicycle"
+    req = {"query": query, "mode": "semantic", "limit": 50, "path": "*/t*.md", "tags": ["garden"]}
+    engram.search(req)  # the glob's notes read once, for this index state
+    monkeypatch.setattr(filters_mod, "_glob_match", None)  # a glob tested again: TypeError
+    everything = _paths(engram.search({"query": query, "mode": "semantic", "limit": 200}))
+    assert _paths(engram.search(req)) == [p for p in everything if p == "garden/tomatoes.md"]
+
+
 def test_a_topic_left_out_is_taken_from_its_set_in_memory(
     engram: Engram, monkeypatch: pytest.MonkeyPatch
 ) -> None:
