@@ -90,7 +90,7 @@ def test_a_cold_build_sorts_its_last_indexes_beside_the_index_and_nowhere_else(
     assert_index_matches_vault(index, root, tmp_path / "fresh")
 
 
-@pytest.mark.parametrize("why", ["no folder", "older sqlite"])
+@pytest.mark.parametrize("why", ["no folder", "undecodable name", "older sqlite"])
 def test_the_last_indexes_are_sorted_in_memory_where_the_folder_cannot_be_used(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, why: str
 ) -> None:
@@ -98,6 +98,8 @@ def test_the_last_indexes_are_sorted_in_memory_where_the_folder_cannot_be_used(
     index = tmp_path / "idx" / "index.sqlite"
     if why == "no folder":  # SQLite refuses a folder it cannot write: the sort stays in memory
         monkeypatch.setattr(db, "_main_folder", lambda conn: str(tmp_path / "missing"))
+    elif why == "undecodable name":  # a name of bytes that are not UTF-8 cannot be said in SQL
+        monkeypatch.setattr(db, "_main_folder", lambda conn: str(tmp_path / "bad\udcff"))
     else:
         monkeypatch.setattr(db, "SORT_DIRECTORY_SAFE", (99,))
     with Engram(root, index_path=index) as engram:
