@@ -18,6 +18,7 @@ tree is a checkout of this repository; its code runs with this interpreter, its 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -60,6 +61,19 @@ def _remove(index: Path) -> None:
 
 def build_once(vault: Path, tree: Path, trigram: str, index: Path) -> dict[str, float]:
     _remove(index)
+    # `engram index` marks the folder as a vault (an empty `.engram/`): taken away again, so
+    # that the vault is only read (the shared real vault's tests check that nothing is left).
+    marker = vault / ".engram"
+    marked = marker.exists()
+    try:
+        return _build(vault, tree, trigram, index)
+    finally:
+        if not marked:
+            with contextlib.suppress(OSError):
+                marker.rmdir()
+
+
+def _build(vault: Path, tree: Path, trigram: str, index: Path) -> dict[str, float]:
     started = time.perf_counter()
     command = [sys.executable, "-c", _CHILD, str(tree), trigram]
     done = subprocess.run(
