@@ -110,3 +110,49 @@ def test_the_last_indexes_are_sorted_in_memory_where_the_folder_cannot_be_used(
     assert set(BUILT_LAST) <= _indexes(index)
     assert not (tmp_path / "missing").exists()
     assert_index_matches_vault(index, root, tmp_path / "fresh")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/fd")
+@pytest.mark.skipif(
+    sqlite3.sqlite_version_info < db.SORT_DIRECTORY_SAFE, reason="sorts in memory there"
+)
+def test_two_vaults_built_at_once_each_sort_beside_their_own_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    monkeypatch.setattr(db, "SORT_CACHE_KB", 64)
+    seen: dict[str, set[str]] = {"a": set(), "b": set()}
+    real = db.sorting_on_disk
+
+    @contextlib.contextmanager
+    def watched(conn: sqlite3.Connection) -> Iterator[None]:
+        mine = seen.setdefault(os.path.basename(str(db._main_folder(conn))), set())
+        with real(conn):
+            conn.set_progress_handler(lambda: mine.update(_open_temp_files()) or 0, 200)
+            try:
+                yield
+            finally:
+                conn.set_progress_handler(None, 0)
+
+    monkeypatch.setattr(db, "sorting_on_disk", watched)
+    roots = {name: _vault(tmp_path / f"vault-{name}", notes=800) for name in seen}
+    errors: list[BaseException] = []
+
+    def build(name: str) -> None:
+        try:
+            with Engram(roots[name], index_path=tmp_path / name / "index.sqlite") as engram:
+                engram.sync(full=True, workers=0)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=build, args=(name,)) for name in roots]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    # one sort at a time in the process, each in its own index's folder
+    assert seen == {name: {str(tmp_path / name)} for name in roots}
+    for name, root in roots.items():
+        assert_index_matches_vault(tmp_path / name / "index.sqlite", root, tmp_path / f"f-{name}")
