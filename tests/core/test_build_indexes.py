@@ -8,7 +8,7 @@ import contextlib
 import os
 import sqlite3
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -17,6 +17,11 @@ from engram_ls.core.index import db
 from engram_ls.core.index.schema import BUILT_LAST
 from engram_ls.core.service import Engram
 from tests.reliability.oracle import assert_index_matches_vault
+
+_SORTS_IN_FILES = pytest.mark.skipif(
+    not sys.platform.startswith("linux") or sqlite3.sqlite_version_info < db.SORT_DIRECTORY_SAFE,
+    reason="reads /proc/self/fd; an older SQLite sorts in memory",
+)
 
 
 def _vault(root: Path, notes: int = 300) -> Path:
@@ -52,23 +57,18 @@ def _indexes(index: Path) -> set[str]:
         return {str(r[0]) for r in rows}
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/fd")
-@pytest.mark.skipif(
-    sqlite3.sqlite_version_info < db.SORT_DIRECTORY_SAFE, reason="sorts in memory there"
-)
-def test_a_cold_build_sorts_its_last_indexes_beside_the_index_and_nowhere_else(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def _watch_sorts(
+    monkeypatch: pytest.MonkeyPatch, seen_by: Callable[[sqlite3.Connection], set[str]]
 ) -> None:
-    root = _vault(tmp_path / "vault", notes=800)
-    folder = tmp_path / "an index's folder, with spaces"
-    index = folder / "index.sqlite"
-    # Runs of 64 KB: this vault's sorts then go to files (100,000 notes' do at 2 MB).
+    """``db.sorting_on_disk`` noting, while it lasts, where the process's SQLite temporary
+    files are (into ``seen_by(conn)``), in runs of 64 KB so that a test vault's sorts go to
+    files (100,000 notes' do at 2 MB)."""
     monkeypatch.setattr(db, "SORT_CACHE_KB", 64)
-    seen: set[str] = set()
     real = db.sorting_on_disk
 
     @contextlib.contextmanager
     def watched(conn: sqlite3.Connection) -> Iterator[None]:
+        seen = seen_by(conn)
         with real(conn):
             conn.set_progress_handler(lambda: seen.update(_open_temp_files()) or 0, 200)
             try:
@@ -77,6 +77,17 @@ def test_a_cold_build_sorts_its_last_indexes_beside_the_index_and_nowhere_else(
                 conn.set_progress_handler(None, 0)
 
     monkeypatch.setattr(db, "sorting_on_disk", watched)
+
+
+@_SORTS_IN_FILES
+def test_a_cold_build_sorts_its_last_indexes_beside_the_index_and_nowhere_else(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _vault(tmp_path / "vault", notes=800)
+    folder = tmp_path / "an index's folder, with spaces"
+    index = folder / "index.sqlite"
+    seen: set[str] = set()
+    _watch_sorts(monkeypatch, lambda conn: seen)
     with Engram(root, index_path=index) as engram:
         engram.sync(full=True, workers=0)
         conn = engram.index.conn()
@@ -112,30 +123,17 @@ def test_the_last_indexes_are_sorted_in_memory_where_the_folder_cannot_be_used(
     assert_index_matches_vault(index, root, tmp_path / "fresh")
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/fd")
-@pytest.mark.skipif(
-    sqlite3.sqlite_version_info < db.SORT_DIRECTORY_SAFE, reason="sorts in memory there"
-)
+@_SORTS_IN_FILES
 def test_two_vaults_built_at_once_each_sort_beside_their_own_index(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import threading
 
-    monkeypatch.setattr(db, "SORT_CACHE_KB", 64)
     seen: dict[str, set[str]] = {"a": set(), "b": set()}
-    real = db.sorting_on_disk
-
-    @contextlib.contextmanager
-    def watched(conn: sqlite3.Connection) -> Iterator[None]:
-        mine = seen.setdefault(os.path.basename(str(db._main_folder(conn))), set())
-        with real(conn):
-            conn.set_progress_handler(lambda: mine.update(_open_temp_files()) or 0, 200)
-            try:
-                yield
-            finally:
-                conn.set_progress_handler(None, 0)
-
-    monkeypatch.setattr(db, "sorting_on_disk", watched)
+    _watch_sorts(
+        monkeypatch,
+        lambda conn: seen.setdefault(os.path.basename(str(db._main_folder(conn))), set()),
+    )
     roots = {name: _vault(tmp_path / f"vault-{name}", notes=800) for name in seen}
     errors: list[BaseException] = []
 
