@@ -101,25 +101,49 @@ def test_a_cold_build_sorts_its_last_indexes_beside_the_index_and_nowhere_else(
     assert_index_matches_vault(index, root, tmp_path / "fresh")
 
 
-@pytest.mark.parametrize("why", ["no folder", "undecodable name", "older sqlite"])
+@_SORTS_IN_FILES
+@pytest.mark.parametrize(
+    "why", ["no folder", "undecodable name", "older sqlite", "folder swapped for a symlink"]
+)
 def test_the_last_indexes_are_sorted_in_memory_where_the_folder_cannot_be_used(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, why: str
 ) -> None:
-    root = _vault(tmp_path / "vault", notes=60)
+    root = _vault(tmp_path / "vault", notes=800)
     index = tmp_path / "idx" / "index.sqlite"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    seen: set[str] = set()
+    _watch_sorts(monkeypatch, lambda conn: seen)
     if why == "no folder":  # SQLite refuses a folder it cannot write: the sort stays in memory
         monkeypatch.setattr(db, "_main_folder", lambda conn: str(tmp_path / "missing"))
     elif why == "undecodable name":  # a name of bytes that are not UTF-8 cannot be said in SQL
         monkeypatch.setattr(db, "_main_folder", lambda conn: str(tmp_path / "bad\udcff"))
-    else:
+    elif why == "older sqlite":
         monkeypatch.setattr(db, "SORT_DIRECTORY_SAFE", (99,))
+    else:  # the index's folder replaced by a symlink to elsewhere while the build ran
+        watched = db.sorting_on_disk
+
+        @contextlib.contextmanager
+        def swapped(conn: sqlite3.Connection) -> Iterator[None]:
+            (tmp_path / "idx").rename(tmp_path / "idx-real")
+            (tmp_path / "idx").symlink_to(outside)
+            try:
+                with watched(conn):
+                    yield
+            finally:
+                (tmp_path / "idx").unlink()
+                (tmp_path / "idx-real").rename(tmp_path / "idx")
+
+        monkeypatch.setattr(db, "sorting_on_disk", swapped)
     with Engram(root, index_path=index) as engram:
         engram.sync(full=True, workers=0)
         conn = engram.index.conn()
         assert conn.execute("PRAGMA temp_store").fetchone()[0] == 2
         assert conn.execute("PRAGMA temp_store_directory").fetchone() in (None, ("",))
+    assert seen == set()  # no sort file anywhere
     assert set(BUILT_LAST) <= _indexes(index)
     assert not (tmp_path / "missing").exists()
+    assert os.listdir(outside) == []
     assert_index_matches_vault(index, root, tmp_path / "fresh")
 
 

@@ -221,15 +221,23 @@ def sorting_on_disk(conn: sqlite3.Connection) -> Iterator[None]:
     folders): SQLite reads such a file's sorted runs mapped in memory, where with
     ``temp_store = MEMORY`` (every connection's) it copies them, so a cold build's indexes made
     at its end (``schema.BUILT_LAST``, 100,000 notes) took 1.5–2.2 s against 2.2–2.7, with one
-    core idle meanwhile. In memory, as before, with an older SQLite, an index in memory, or a
-    folder SQLite cannot use; as it was afterwards either way."""
+    core idle meanwhile. In memory, as before, with an older SQLite, an index in memory, a
+    folder SQLite cannot use, or one no longer where the index was opened (a folder on its path
+    swapped for a symlink since: SQLite names the file by its real path when it opens it); the
+    connection as it was afterwards either way."""
     folder = _main_folder(conn) if sqlite3.sqlite_version_info >= SORT_DIRECTORY_SAFE else None
-    if folder is None:
+    if folder is None or os.path.realpath(folder) != folder:
         yield
         return
     with _SORTING:
-        (cache,) = conn.execute("PRAGMA cache_size").fetchone()
-        was = conn.execute("PRAGMA temp_store_directory").fetchone()
+        was = [
+            f"{name} = {value}"
+            for name, value in (
+                ("temp_store", int(conn.execute("PRAGMA temp_store").fetchone()[0])),
+                ("temp_store_directory", _literal(_text(conn, "temp_store_directory"))),
+                ("cache_size", int(conn.execute("PRAGMA cache_size").fetchone()[0])),
+            )
+        ]
         try:
             conn.execute(f"PRAGMA temp_store_directory = {_literal(folder)}")
             conn.execute("PRAGMA temp_store = FILE")
@@ -239,13 +247,15 @@ def sorting_on_disk(conn: sqlite3.Connection) -> Iterator[None]:
         try:
             yield
         finally:
-            for pragma in (
-                "temp_store = MEMORY",  # every connection's (``connect``)
-                f"temp_store_directory = {_literal(str(was[0] or '') if was else '')}",
-                f"cache_size = {int(cache)}",
-            ):
+            for pragma in was:
                 with contextlib.suppress(sqlite3.Error, UnicodeError):
                     conn.execute(f"PRAGMA {pragma}")
+
+
+def _text(conn: sqlite3.Connection, pragma: str) -> str:
+    """A text pragma's value ("" when it has none)."""
+    row = conn.execute(f"PRAGMA {pragma}").fetchone()
+    return str(row[0] or "") if row else ""
 
 
 def _literal(text: str) -> str:
