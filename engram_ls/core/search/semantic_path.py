@@ -166,7 +166,7 @@ class SemanticSearcher:
             masks, rest = self._masks(filters)
             listed = None if rest.empty else self._listed(rest)
             if rest.empty or listed is not None:  # the filter's notes: only their chunks ranked
-                among = _all_of([*masks] if listed is None else [*masks, listed])
+                among = _all_of(masks if listed is None else [*masks, listed])
                 ids, notes = table.closest(q, k, depth=depth, among=among)
             else:  # a broad rest: the best chunks of the masks' notes, checked until k pass
                 ids, notes = self._checked(table, q, k, depth, rest, _all_of(masks))
