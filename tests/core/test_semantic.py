@@ -9,6 +9,7 @@ import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -912,9 +913,7 @@ def test_the_nearest_chunks_equal_a_full_sort_of_the_distances(seed: int) -> Non
     q = rng.standard_normal(256).astype(np.float32)
     q /= np.linalg.norm(q)
     bits = np.unpackbits(words[:, :300].T.astype(">u8").view(np.uint8), axis=1)
-    looked_up = vectors._byte_sums(q)[
-        words[:, :300].T.astype(">u8").view(np.uint8).astype(np.intp) + vectors._BYTE_AT
-    ].sum(axis=1)
+    looked_up = vectors._scores(words[:, :300], q)
     assert np.allclose(looked_up, bits.astype(np.float32) @ q, atol=1e-5)
     # closest: of the chunks nearest q's signs, the best by that score, best first
     depth = min(4096, n)
@@ -993,3 +992,63 @@ def test_a_narrow_filter_s_chunks_found_by_note_equal_the_mask_over_the_table(
                 broad = table._hamming(table.codes, code, k, among, ordered=ordered)
                 assert narrow.tolist() == broad.tolist(), (name, k, ordered)
                 assert not (table.codes.notes[narrow] == 0).any()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_broad_filter_s_chunks_taken_among_the_nearest_equal_the_mask_s(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A broad filter's ``k`` nearest chunks are looked for among the nearest of all (as many
+    as the share of notes passing says should hold ``k`` of theirs): the same chunks as a stable
+    sort of the passing chunks' distances, ties included, for each form a filter's notes take,
+    with dead chunks and few distinct bits; and a filter whose notes are all far (the share
+    misleads) falls back to the mask and gives them too."""
+    from engram_ls.core.semantic import vectors
+    from engram_ls.core.semantic.vectors import Codes, CodeTable
+
+    monkeypatch.setattr(vectors, "NARROW_NOTES", 0)  # every filter broad
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(3_000, 80_000))
+    notes = rng.integers(1, 4_000, n).astype(np.int32)
+    notes[rng.choice(n, n // 30, replace=False)] = 0  # dead
+    flips = rng.random((n, 256)) < rng.choice([0.02, 0.1, 0.3])
+    far = rng.choice(4_000, 200, replace=False)
+    flips[np.isin(notes, far)] = True  # these notes' chunks: all at 256
+    words = np.packbits(flips, axis=1).view(">u8").reshape(n, 4).T.astype(np.uint64)
+    table = CodeTable()
+    table.codes = Codes(
+        np.arange(1, n + 1, dtype=np.int64), notes, words, dead=int((notes == 0).sum())
+    )
+    top = int(notes.max()) + 1
+    broad = np.zeros(top, dtype=bool)
+    broad[rng.choice(top, top // int(rng.integers(2, 12)), replace=False)] = True
+    only_far = np.zeros(top, dtype=bool)
+    only_far[far[far < top]] = True
+    forms = {
+        "by note": broad,
+        "set": frozenset(np.flatnonzero(broad).tolist()),
+        "both": (frozenset(np.flatnonzero(broad).tolist()), np.ones(top, dtype=bool)),
+        "every note": np.ones(top, dtype=bool),
+        "far notes only": only_far,
+    }
+    calls: list[bool] = []
+    original = CodeTable._nearest_passing
+
+    def spy(self: CodeTable, *args: Any, **kwargs: Any) -> Any:
+        found = original(self, *args, **kwargs)
+        calls.append(found is not None)
+        return found
+
+    monkeypatch.setattr(CodeTable, "_nearest_passing", spy)
+    zero = bytes(32)
+    d = table.distances(zero)
+    for name, among in forms.items():
+        by_note = table._by_note(table.codes, among)
+        passing = by_note[notes] & (notes != 0)
+        for k in (1, 50, 700):
+            want = np.flatnonzero(passing)[np.argsort(d[passing], kind="stable")][:k]
+            ids, _ = table.nearest(zero, k, among=among)
+            assert ids.tolist() == (want + 1).tolist(), (name, k)
+            taken = table._hamming(table.codes, zero, k, among, ordered=False)
+            assert sorted(taken.tolist()) == sorted(want.tolist()), (name, k)
+    assert any(calls) and not all(calls)  # both ways were taken
