@@ -67,7 +67,7 @@ def make_snippet(text: str, limit: int, plan: Plan | None = None) -> str:
     if plan is None or plan.mode not in ("literal", "regex"):
         line = clean_markup(line)
     at = None
-    if plan is not None and plan.query:
+    if plan is not None and plan.query and len(line) > limit:  # else shown whole: no cut
         first = matcher(plan).spans(line, first=True)
         at = first[0][0] if first else None
     return cut_around(line, limit, at)[0]
