@@ -1052,3 +1052,51 @@ def test_a_broad_filter_s_chunks_taken_among_the_nearest_equal_the_mask_s(
             taken = table._hamming(table.codes, zero, k, among, ordered=False)
             assert sorted(taken.tolist()) == sorted(want.tolist()), (name, k)
     assert any(calls) and not all(calls)  # both ways were taken
+
+
+def test_a_long_hamming_pass_shared_with_the_helper_equals_one_pass() -> None:
+    """Over more than ``SPLIT_ROWS`` codes the pass is split with a helper thread; the
+    distances equal the bits counted directly, whether the helper takes its half or is busy
+    (then the searching thread does both halves: it never waits for a helper that has not
+    begun), and searches on several threads at once each get their own."""
+    import threading
+
+    from engram_ls.core.semantic import vectors
+    from engram_ls.core.semantic.vectors import Codes, CodeTable
+
+    rng = np.random.default_rng(3)
+    n = vectors.SPLIT_ROWS * 2 + 7
+    bits = rng.random((n, 256)) < 0.5
+    words = np.packbits(bits, axis=1).view(">u8").reshape(n, 4).T.astype(np.uint64)
+    table = CodeTable()
+    table.codes = Codes(np.arange(1, n + 1, dtype=np.int64), np.ones(n, np.int32), words)
+    queries = [bytes(rng.integers(0, 256, 32, dtype=np.uint8)) for _ in range(4)]
+
+    def direct(code: bytes) -> list[int]:
+        q = np.unpackbits(np.frombuffer(code, dtype=np.uint8)).astype(bool)
+        return (bits != q).sum(axis=1).tolist()
+
+    assert table.distances(queries[0]).tolist() == direct(queries[0])
+    release = threading.Event()
+    busy = vectors._helper().submit(release.wait)  # the helper taken up until released
+    alone: list[list[int]] = []
+    searching = threading.Thread(target=lambda: alone.append(table.distances(queries[1]).tolist()))
+    try:
+        searching.start()
+        searching.join(60)  # it does not wait for the helper, which would never come
+        assert not searching.is_alive() and alone == [direct(queries[1])]
+    finally:
+        release.set()
+        busy.result()
+        searching.join()
+    got: dict[int, list[int]] = {}
+
+    def search(i: int) -> None:
+        got[i] = table.distances(queries[i]).tolist()
+
+    threads = [threading.Thread(target=search, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(got[i] == direct(queries[i]) for i in range(4))

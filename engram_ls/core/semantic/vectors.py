@@ -262,11 +262,17 @@ class CodeTable:
             _distances_into(out, words, q)
             return out
         # Two halves on two threads (numpy lets go of the GIL): the pass is bound by memory,
-        # and one core alone does not draw all the bandwidth there is.
+        # and one core alone does not draw all the bandwidth there is. When the helper has not
+        # begun by the time this thread's half is done (its core busy elsewhere, or another
+        # search's half before it), this thread does the other half too: never slower than
+        # one thread alone by more than the hand-off.
         half = n // 2
         other = _helper().submit(_distances_into, out[half:], words[:, half:], q)
         _distances_into(out[:half], words[:, :half], q)
-        other.result()
+        if other.cancel():
+            _distances_into(out[half:], words[:, half:], q)
+        else:
+            other.result()
         return out
 
     def nearest(
