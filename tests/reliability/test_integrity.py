@@ -129,7 +129,7 @@ def _damage(index: Path, offset: int) -> int:
     pages damaged are the ones read, not newer copies in the -wal); returns the damaged file's
     inode. A server checking often may move the file aside at once: then SQLite's own check of
     the damage is left out, the server having seen it."""
-    conn = sqlite3.connect(index, timeout=30)
+    conn = sqlite3.connect(f"file:{index}?mode=rw", uri=True, timeout=30)  # never made anew
     try:
         assert conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0] == 0
         offset = _on_a_btree_page(conn, offset)
@@ -314,7 +314,7 @@ async def _damage_found_and_rebuilt(
                 return path
             # A late write of the server's checkpointed over the damaged pages: damage again,
             # unless the server has just replaced the file (its status names it next).
-            with contextlib.suppress(FileNotFoundError):
+            with contextlib.suppress(FileNotFoundError, sqlite3.OperationalError):
                 if idx.stat().st_ino == damaged and _intact(idx):
                     _damage(idx, offset)
             return None
