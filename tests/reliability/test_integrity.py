@@ -140,7 +140,8 @@ def _damage(index: Path, offset: int) -> int:
         fh.seek(offset)
         fh.write(os.urandom(4096))
         damaged = os.fstat(fh.fileno()).st_ino
-    try:
+    found: str | None = None
+    with contextlib.suppress(sqlite3.OperationalError):  # moved aside before it was opened
         conn = sqlite3.connect(f"file:{index}?mode=ro", uri=True)
         try:
             found = conn.execute("PRAGMA integrity_check").fetchone()[0]
@@ -148,11 +149,9 @@ def _damage(index: Path, offset: int) -> int:
             found = str(exc)
         finally:
             conn.close()
-    except sqlite3.OperationalError:  # moved aside before it could be opened
-        found = "moved aside"
     with contextlib.suppress(FileNotFoundError):
-        if index.stat().st_ino == damaged:
-            assert found != "ok", "the damage went unnoticed by SQLite itself"
+        if index.stat().st_ino == damaged:  # still there: SQLite itself must see the damage
+            assert found is not None and found != "ok", "the damage went unnoticed by SQLite"
     return damaged
 
 

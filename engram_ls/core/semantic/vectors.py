@@ -100,8 +100,8 @@ _BYTE_BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).asty
 def _byte_sums(signed: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
     """(``CODE_BYTES``, 256): for each byte of a code and each value it can have, the sum of
     ``signed`` at the dimensions whose bits the value sets."""
-    sums: npt.NDArray[np.float32] = (_BYTE_BITS @ signed.reshape(CODE_BYTES, 8).T).T
-    return np.ascontiguousarray(sums)
+    sums: npt.NDArray[np.float32] = signed.reshape(CODE_BYTES, 8) @ _BYTE_BITS.T
+    return sums
 
 
 def _scores(
@@ -323,7 +323,9 @@ class CodeTable:
         else:
             d = self.distances(code, codes)
             if among is not None:
-                found = self._nearest_passing(codes, d, k, among, by_note, ordered=ordered)
+                if by_note is None:  # made once, for both ways (a set's: kept with its mask)
+                    by_note = self._by_note(codes, among)
+                found = self._nearest_passing(codes, d, k, by_note, ordered=ordered)
                 if found is not None:
                     return found
             if codes.dead:
@@ -344,8 +346,7 @@ class CodeTable:
         codes: Codes,
         d: npt.NDArray[np.uint16],
         k: int,
-        among: Among,
-        by_note: npt.NDArray[np.bool_] | None,
+        by_note: npt.NDArray[np.bool_],
         *,
         ordered: bool,
     ) -> npt.NDArray[np.intp] | None:
@@ -354,9 +355,8 @@ class CodeTable:
         chunks): enough of the nearest are taken for ``k`` of them to pass, by the share of
         notes that pass (with a margin), and only theirs are checked. Every chunk within the
         distance of the last taken is taken, so when ``k`` of them pass, they are the ``k``
-        that the mask would give, ties included; else None (too few passed: the mask's way)."""
-        if by_note is None:
-            by_note = self._by_note(codes, among)
+        that the mask would give, ties included; else None (too few passed: the mask's way).
+        ``by_note``: the filter's notes, by note id (``_by_note``)."""
         passing = int(np.count_nonzero(by_note))
         if not passing or not k:
             return None
@@ -541,7 +541,9 @@ def _within(d: npt.NDArray[np.uint16], k: int) -> npt.NDArray[np.intp]:
     ``k``-th nearest, and maybe a few more. A bound is guessed from a histogram of one
     distance in ``SAMPLE_STEP`` (with a margin): when it holds ``k`` chunks it holds every
     chunk within the ``k``-th's distance; else the histogram of all of them gives it."""
-    if len(d) > 4 * k and len(d) > 4 * SAMPLE_STEP * 64:
+    # a sample worth guessing from: the bound holds a quarter of the table at most, and the
+    # sample has 256 distances at least
+    if len(d) > 4 * k and len(d) > SAMPLE_STEP * 256:
         near = np.flatnonzero(d <= _kth_distance(d[::SAMPLE_STEP], (k * 5 // 4) // SAMPLE_STEP + 8))
         if len(near) >= k:
             return near
