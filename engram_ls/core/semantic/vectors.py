@@ -322,8 +322,11 @@ class CodeTable:
             d = self.distances(code, codes, positions)
         else:
             d = self.distances(code, codes)
-            if among is not None:
-                if by_note is None:  # made once, for both ways (a set's: kept with its mask)
+            # A set's mask over the table is kept with it (``_set_mask``): using it is as
+            # cheap as taking the nearest (measured: 3-9 % slower that way); others are made
+            # anew each search, which the nearest spare.
+            if among is not None and not isinstance(among, frozenset):
+                if by_note is None:  # made once, for both ways
                     by_note = self._by_note(codes, among)
                 found = self._nearest_passing(codes, d, k, by_note, ordered=ordered)
                 if found is not None:
