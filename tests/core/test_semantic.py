@@ -133,6 +133,44 @@ def test_the_default_model_is_wordllama_s_own() -> None:
     assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
 
 
+def test_the_default_model_s_table_is_mapped_from_its_file(tmp_path: Path) -> None:
+    """The shipped model's token table is a read-only map of its file (only the rows read are
+    in memory), whose vectors equal the table read into memory, in bulk too and after it (its
+    pages let go); a file whose table is not float16 as safetensors lays it out, or whose header
+    is damaged, is not mapped (and a folder's model never is)."""
+    import dataclasses
+    import mmap
+
+    from engram_ls.core.semantic import model as model_mod
+
+    files = model_files(None)
+    assert files.shipped and not model_files(str(tmp_path)).shipped
+    mapped = load_model(None)
+    assert isinstance(mapped._map, mmap.mmap) and not mapped.table.flags.writeable
+    read = model_mod.StaticModel(dataclasses.replace(files, shipped=False))
+    assert read._map is None and read.table.flags.writeable
+    texts = ["how to fix a flat tyre", "Die Steuererklärung 🧾", "東京の天気", "", "x" * 5]
+    want = read.embed(texts)
+    assert np.array_equal(mapped.embed(texts), want)
+    with mapped.bulk():
+        assert np.array_equal(mapped.embed(texts), want)
+    assert np.array_equal(mapped.embed(texts), want)
+
+    raw = files.weights.read_bytes()
+    length = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8 : 8 + length])
+    header[files.tensor]["dtype"] = "BF16"
+    other = json.dumps(header).encode()
+    bf16 = tmp_path / "bf16.safetensors"
+    bf16.write_bytes(len(other).to_bytes(8, "little") + other + raw[8 + length :])
+    damaged = tmp_path / "damaged.safetensors"
+    damaged.write_bytes((1 << 40).to_bytes(8, "little") + raw[8:100])
+    cut = tmp_path / "cut.safetensors"
+    cut.write_bytes(raw[: len(raw) // 2])
+    for weights in (bf16, damaged, cut):
+        assert model_mod._mapped_table(dataclasses.replace(files, weights=weights)) is None
+
+
 def test_a_query_is_answered_by_meaning_where_text_finds_nothing(engram: Engram) -> None:
     query = "how do I repair a flat tire on my bicycle"
     assert engram.search({"query": query}).total == 0
@@ -853,8 +891,93 @@ def test_the_closest_chunks_are_re_scored_by_the_query_s_values() -> None:
     assert table.closest(q, 2, depth=2, among=topic)[0].tolist() == [8]
     assert table.closest(q, 2, depth=2, among=topic)[0].tolist() == [8]
     grown = np.concatenate([words, words[:, :1]], axis=1)  # the table moved on: a third chunk
+    table.codes = Codes(np.array([7, 8, 9], np.int64), np.array([1, 2, 3], np.int32), grown)
+    assert table.closest(q, 3, depth=3, among=frozenset({2, 3}))[0].tolist() == [8, 9]
+    # one chunk a note, its best: chunk 9 (as near as 7) of note 2 gives way to chunk 8
     table.codes = Codes(np.array([7, 8, 9], np.int64), np.array([1, 2, 2], np.int32), grown)
-    assert table.closest(q, 3, depth=3, among=topic)[0].tolist() == [8, 9]
+    assert table.closest(q, 3, depth=3)[0].tolist() == [8, 7]
+    assert table.closest(q, 3, depth=3, among=topic)[0].tolist() == [8]
+
+
+def test_magnitude_bits_mark_the_values_far_from_zero() -> None:
+    """A magnitude bit is set where a value is further from 0 than ``BIG`` root mean squares
+    of its row, in the space of the sign bits (a 64-dimension model's: its projection)."""
+    from engram_ls.core.semantic import vectors
+
+    rng = np.random.default_rng(3)
+    for dims in (256, 64):
+        v = rng.standard_normal((40, dims)).astype(np.float32)
+        signed = v if dims == 256 else v @ vectors._directions(dims)
+        rms = np.sqrt(np.mean(signed**2, axis=1, keepdims=True))
+        want = np.abs(signed) > vectors.BIG * rms
+        got = np.unpackbits(vectors.magnitude_of(v), axis=1).astype(bool)
+        assert (got == want).all()
+        assert 0.4 < want.mean() < 0.6  # about half, as the levels assume
+    assert vectors.magnitude_of(np.zeros((0, 256), np.float32)).shape == (0, 32)
+
+
+def test_the_second_ranking_is_the_cosine_with_what_the_bits_stand_for() -> None:
+    """``_levels`` (bits looked up a byte at a time) equals the cosine of the query with the
+    vector of ±``SMALL_LEVEL``/±``BIG_LEVEL`` that each chunk's bits stand for; ``closest``
+    ranks by it: a chunk whose large values agree with the query's comes first, where the
+    signs alone rank it last."""
+    from engram_ls.core.semantic import vectors
+    from engram_ls.core.semantic.vectors import Codes, CodeTable, code_of, magnitude_of
+
+    rng = np.random.default_rng(5)
+    v = rng.standard_normal((300, 256)).astype(np.float32)
+    words = np.frombuffer(b"".join(code_of(v)), dtype=">u8").reshape(-1, 4).T.astype(np.uint64)
+    mags = magnitude_of(v).view(">u8").reshape(-1, 4).T.astype(np.uint64)
+    q = rng.standard_normal(256).astype(np.float32)
+    q /= np.linalg.norm(q)
+    sign = np.where(v > 0, 1.0, -1.0)
+    big = np.unpackbits(magnitude_of(v), axis=1).astype(bool)
+    stand = sign * np.where(big, vectors.BIG_LEVEL, vectors.SMALL_LEVEL)
+    want = stand @ q / np.linalg.norm(stand, axis=1)
+    table = vectors._byte_sums(q)
+    got = vectors._levels(words, mags, q, vectors._scores(words, q), table)
+    assert np.allclose(got, want, atol=1e-5)
+    # two chunks with the same signs (q's but at one dimension): the one whose large values
+    # are where q's are ranks first with its magnitudes, the other one without them
+    base = np.where(q > 0, 1.0, -1.0).astype(np.float32)
+    base[int(np.argmin(np.abs(q)))] *= -1
+    large = np.abs(q) > np.median(np.abs(q))
+    agree, disagree = base * np.where(large, 3.0, 0.3), base * np.where(large, 0.3, 3.0)
+    two = np.stack([disagree, agree])
+    w2 = np.frombuffer(b"".join(code_of(two)), dtype=">u8").reshape(-1, 4).T.astype(np.uint64)
+    m2 = magnitude_of(two).view(">u8").reshape(-1, 4).T.astype(np.uint64)
+    t = CodeTable()
+    t.codes = Codes(np.array([1, 2], np.int64), np.array([1, 2], np.int32), w2, mags=m2)
+    assert t.closest(q, 2, depth=2)[0].tolist() == [2, 1]
+    t.codes = Codes(np.array([1, 2], np.int64), np.array([1, 2], np.int32), w2)
+    assert t.closest(q, 2, depth=2)[0].tolist() == [1, 2]  # the signs tie: table order
+
+
+def test_the_table_holds_the_magnitude_bits_of_the_stored_vectors(
+    engram: Engram, vault: Path
+) -> None:
+    """The in-memory table's magnitude bits are those of each chunk's vector in the index."""
+    from engram_ls.core.semantic import store
+    from engram_ls.core.semantic.vectors import magnitude_of
+
+    def check() -> list[int]:
+        engram.search({"query": "bicycle", "mode": "semantic"})
+        codes = engram.semantic.table().codes
+        live = codes.notes != 0
+        assert codes.mags is not None and int(live.sum()) >= len(NOTES)
+        found, vecs = store.vectors_in(engram.index.conn(), codes.ids[live].tolist())
+        assert found == codes.ids[live].tolist()
+        want = magnitude_of(vecs).view(">u8").reshape(-1, 4).T.astype(np.uint64)
+        assert (codes.mags[:, live] == want).all()
+        return codes.ids[live].tolist()
+
+    before = check()
+    # chunks written since the table was read are read with their bits
+    note = vault / "garden/tomatoes.md"
+    note.write_text(note.read_text() + "\n## Pests\nAphids and whitefly on the leaves.\n")
+    engram.sync()
+    engram.embed()
+    assert max(check()) > max(before)
 
 
 def test_embedding_reads_nothing_it_should_not(vault: Path, tmp_path: Path) -> None:
@@ -915,17 +1038,21 @@ def test_the_nearest_chunks_equal_a_full_sort_of_the_distances(seed: int) -> Non
     bits = np.unpackbits(words[:, :300].T.astype(">u8").view(np.uint8), axis=1)
     looked_up = vectors._scores(words[:, :300], q)
     assert np.allclose(looked_up, bits.astype(np.float32) @ q, atol=1e-5)
-    # closest: of the chunks nearest q's signs, the best by that score, best first
+    # closest (no magnitude bits): of the chunks nearest q's signs, each note's best by that
+    # score, the best notes first
     depth = min(4096, n)
     taken = table._hamming(table.codes, code_of(q[None, :])[0], depth, None, ordered=False)
     raw = words[:, taken].T.astype(">u8").view(np.uint8)
     score = np.unpackbits(raw, axis=1).astype(np.float32) @ q
-    best = taken[np.argsort(-score, kind="stable")][: min(10, n)]
-    got, _ = table.closest(q, 10, depth=4096)
-    assert np.allclose(
-        np.sort(score)[::-1][: len(best)], np.sort(score[np.isin(taken, got - 1)])[::-1]
-    )
-    assert set((got - 1).tolist()) <= set(taken.tolist()) and len(got) == len(best)
+    best: dict[int, float] = {}
+    for place, value in zip(taken.tolist(), score.tolist(), strict=True):
+        note = int(table.codes.notes[place])
+        best[note] = max(best.get(note, -np.inf), value)
+    want = sorted(best.values(), reverse=True)[:10]
+    got, notes = table.closest(q, 10, depth=4096)
+    assert len(set(notes.tolist())) == len(got) == len(want)
+    assert set((got - 1).tolist()) <= set(taken.tolist())
+    assert np.allclose(want, [score[taken == c - 1][0] for c in got.tolist()], atol=1e-5)
 
 
 def test_a_bound_guessed_from_a_sample_that_misleads_falls_back_to_every_distance() -> None:

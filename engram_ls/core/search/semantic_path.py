@@ -41,8 +41,12 @@ if TYPE_CHECKING:
     from engram_ls.core.semantic.vectors import CodeTable
     from engram_ls.core.service import Engram
 
-CANDIDATES = 256
-"""Chunks re-ranked by their stored vectors, at least (three per note asked for, if more)."""
+CANDIDATES = 64
+"""Notes whose best chunk (by its bits, ``CodeTable.closest``) is re-ranked by its stored
+vector, at least (``NEED_MARGIN`` more than the notes asked for, if more)."""
+NEED_MARGIN = 16
+FORGET_ROUNDS = 3
+"""Times the candidates are taken again when some of their chunks are gone from the index."""
 DEPTH = 4096
 """Chunks taken by Hamming distance, at least (eight per re-ranked chunk, if more), to be
 re-scored by the query's values against their bits before the stored vectors are read."""
@@ -158,21 +162,18 @@ class SemanticSearcher:
         self.refresh()
         if self.model_key != model.key or not len(table) or not q.any():
             return []  # nothing embedded by this model yet; a query of no known word
-        k = max(CANDIDATES, 3 * need) + (64 if exclude is not None else 0)
+        k = max(CANDIDATES, need + NEED_MARGIN) + (1 if exclude is not None else 0)
         depth = max(DEPTH, 8 * k)
-        if filters is None or filters.empty:
-            ids, notes = table.closest(q, k, depth=depth)
-        else:
-            masks, rest = self._masks(filters)
-            listed = None if rest.empty else self._listed(rest)
-            if rest.empty or listed is not None:  # the filter's notes: only their chunks ranked
-                among = _all_of(masks if listed is None else [*masks, listed])
-                ids, notes = table.closest(q, k, depth=depth, among=among)
-            else:  # a broad rest: the best chunks of the masks' notes, checked until k pass
-                ids, notes = self._checked(table, q, k, depth, rest, _all_of(masks))
-        if plan is not None:
-            plan.check()
-        found, vectors = store.vectors_in(self.conn, ids.tolist())
+        for _ in range(FORGET_ROUNDS):
+            ids, notes = self._candidates(table, q, filters, k, depth)
+            if plan is not None:
+                plan.check()
+            found, vectors = store.vectors_in(self.conn, ids.tolist())
+            if len(found) == len(ids):
+                break
+            # Chunks deleted since the table read them (a note's old chunks, collected
+            # before the table saw them orphaned) stood for their notes: never again.
+            table.forget(sorted(set(ids.tolist()) - set(found)))
         if not found:
             return []
         note_of = dict(zip(ids.tolist(), notes.tolist(), strict=True))
@@ -193,6 +194,21 @@ class SemanticSearcher:
                 owner[best].tolist(), cos[best].tolist(), chunk[best].tolist(), strict=True
             )
         ]
+
+    def _candidates(
+        self, table: CodeTable, q: Any, filters: Filters | None, k: int, depth: int
+    ) -> Any:
+        """(chunk ids, note ids) of the best chunk of each of the ``k`` notes nearest ``q``
+        (by the chunks' bits, ``CodeTable.closest``) that pass ``filters``."""
+        if filters is None or filters.empty:
+            return table.closest(q, k, depth=depth)
+        masks, rest = self._masks(filters)
+        listed = None if rest.empty else self._listed(rest)
+        if rest.empty or listed is not None:  # the filter's notes: only their chunks ranked
+            among = _all_of(masks if listed is None else [*masks, listed])
+            return table.closest(q, k, depth=depth, among=among)
+        # a broad rest: the best chunks of the masks' notes, checked until k pass
+        return self._checked(table, q, k, depth, rest, _all_of(masks))
 
     def _masks(self, f: Filters) -> tuple[list[Any], Filters]:
         """(by note id, whether a note passes each part of ``f`` whose notes are a mask at once;

@@ -23,6 +23,8 @@ import functools
 import hashlib
 import importlib.metadata
 import importlib.util
+import json
+import mmap
 import os
 import shlex
 import sys
@@ -100,6 +102,9 @@ class ModelFiles:
     weights: Path
     tokenizer: Path
     tensor: str
+    shipped: bool = False
+    """Inside an installed package (the default): its token table is mapped from its file
+    (``_mapped_table``), never a folder that could be changed under a running server."""
 
 
 def model_files(spec: str | None, vault_root: Path | None = None) -> ModelFiles:
@@ -115,6 +120,7 @@ def model_files(spec: str | None, vault_root: Path | None = None) -> ModelFiles:
             weights=root.joinpath(*_WORDLLAMA_WEIGHTS),
             tokenizer=root.joinpath(*_WORDLLAMA_TOKENIZER),
             tensor="embedding.weight",
+            shipped=True,
         )
     folder = Path(os.path.expanduser(spec))
     if not folder.is_absolute() and vault_root is not None:
@@ -170,12 +176,17 @@ class StaticModel:
         for f in (files.weights, files.tokenizer):
             if not f.is_file():
                 raise ModelError(f"model file not found: {f.name} (model {files.name})")
+        self._map: mmap.mmap | None = None
         try:
+            mapped = _mapped_table(files) if files.shipped else None
             tensors: dict[str, Any] = {}
-            with safe_open(os.fspath(files.weights), framework="np") as st:
-                for key in st.keys():  # noqa: SIM118 (a safetensors handle, not a dict)
-                    if key in (files.tensor, "weights", "mapping"):
-                        tensors[key] = st.get_tensor(key)
+            if mapped is not None:
+                self._map, tensors[files.tensor] = mapped
+            else:
+                with safe_open(os.fspath(files.weights), framework="np") as st:
+                    for key in st.keys():  # noqa: SIM118 (a safetensors handle, not a dict)
+                        if key in (files.tensor, "weights", "mapping"):
+                            tensors[key] = st.get_tensor(key)
             tokenizer = Tokenizer.from_file(os.fspath(files.tokenizer))
         except Exception as exc:  # safetensors and tokenizers raise their own types
             raise ModelError(f"model {files.name} cannot be loaded: {exc}") from exc
@@ -188,8 +199,9 @@ class StaticModel:
             weights = None
         self.weights = weights
         """model2vec's per-token weights when a ``mapping`` shares rows between tokens."""
-        self.table = table.astype(np.float16)
-        """The token vectors as float16 (16 MiB for the default model): what a query needs."""
+        self.table = table if self._map is not None else table.astype(np.float16)
+        """The token vectors as float16 (16 MiB for the default model): what a query needs
+        (the default model's mapped from its file: only the rows read are in memory)."""
         self._fast: Any = None
         """A float32 copy while ``bulk()`` is entered: gathering float16 rows is several
         times slower, which only bulk embedding notices."""
@@ -220,6 +232,9 @@ class StaticModel:
                 self._bulk -= 1
                 if not self._bulk:
                     self._fast = None
+                    dontneed = getattr(mmap, "MADV_DONTNEED", None)
+                    if self._map is not None and dontneed is not None:
+                        self._map.madvise(dontneed)  # the copy read every page: let them go
 
     def embed(self, texts: list[str]) -> Vectors:
         """Unit vectors, one row per text; a text with no known token gets a zero row."""
@@ -251,6 +266,30 @@ class StaticModel:
         np.divide(out, norms, out=out, where=norms > 0)
         out[~np.isfinite(out).all(axis=1)] = 0.0
         return out
+
+
+def _mapped_table(files: ModelFiles) -> tuple[mmap.mmap, Any] | None:
+    """(the map, the token table read from it) of a model file whose table is 2-d float16 as
+    the safetensors format lays it out (8 bytes of header length, the JSON header, the data);
+    None for any other, which is read into memory. The map is read-only: the array is too."""
+    import numpy as np
+
+    with open(files.weights, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        length = int.from_bytes(f.read(8), "little")
+        if not 0 < length <= min(size - 8, 1 << 24):
+            return None
+        try:
+            info = json.loads(f.read(length)).get(files.tensor)
+            begin, end = (int(x) for x in info["data_offsets"])
+            rows, dims = (int(x) for x in info["shape"])
+            if info["dtype"] != "F16" or end - begin != rows * dims * 2 or 8 + length + end > size:
+                return None
+        except (ValueError, TypeError, KeyError, AttributeError):
+            return None
+        mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    table = np.frombuffer(mapped, dtype=np.float16, count=rows * dims, offset=8 + length + begin)
+    return mapped, table.reshape(rows, dims)
 
 
 def _mapping_and_weights(name: str, tensors: dict[str, Any], rows: int) -> tuple[Any, Any]:

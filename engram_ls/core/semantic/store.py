@@ -184,13 +184,15 @@ def collect(conn: sqlite3.Connection) -> int:
 
 def codes_after(
     conn: sqlite3.Connection, after: int, limit: int = -1
-) -> list[tuple[int, int, bytes]]:
-    """(chunk id, note id, code) of the (first ``limit``) chunks with ids above ``after``
-    (orphans left out), in id order."""
+) -> list[tuple[int, int, bytes, bytes | None]]:
+    """(chunk id, note id, code, vector blob or None) of the (first ``limit``) chunks with ids
+    above ``after`` (orphans left out), in id order."""
     return [
-        (int(i), int(n), bytes(c))
-        for i, n, c in conn.execute(
-            "SELECT id, note_id, code FROM chunks WHERE id > ? AND note_id > 0 ORDER BY id LIMIT ?",
+        (int(i), int(n), bytes(c), None if v is None else bytes(v))
+        for i, n, c, v in conn.execute(
+            "SELECT c.id, c.note_id, c.code, v.vec FROM chunks c"
+            " LEFT JOIN chunk_vectors v ON v.id = c.id"
+            " WHERE c.id > ? AND c.note_id > 0 ORDER BY c.id LIMIT ?",
             (after, limit),
         )
     ]
