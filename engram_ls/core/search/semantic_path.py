@@ -1,14 +1,15 @@
 """Answering ``semantic`` and ``hybrid`` plans from the index.
 
-``semantic``: the query's vector against every chunk's (``core/semantic/vectors.py``): the
-nearest ``CANDIDATES`` chunks by Hamming distance of their sign bits, re-ranked by the cosine
-of their stored vectors; a note's score is that of its best chunk, whose line and snippet the
-hit shows. Filters are exact: the notes passing a filter are found first when they can be (from
-memory: a large topic's set, the notes' dates, the bitmap of ``where`` conditions, every note
-but a topic's left out, the bitmap of a folder's or a glob's notes; else listed in SQL, up to
-``LIST_MOST``) and only their chunks are ranked; for a broader filter the nearest chunks are
-taken and their notes checked against it in SQL until enough pass. ``total`` counts the notes
-the candidates gave (the ranking is of the nearest chunks, not of every note).
+``semantic``: the query's vector against every chunk's (``core/semantic/vectors.py``): the best
+chunks (two at most) of each of the ``CANDIDATES`` notes nearest by the chunks' sign and
+magnitude bits, re-ranked by the cosine of their stored vectors; a note's score is that of its
+best chunk, whose line and snippet the hit shows. Filters are exact: the notes passing a filter
+are found first when they can be (from memory: a large topic's set, the notes' dates, the
+bitmap of ``where`` conditions, every note but a topic's left out, the bitmap of a folder's or
+a glob's notes; else listed in SQL, up to ``LIST_MOST``) and only their chunks are ranked; for
+a broader filter the nearest chunks are taken and their notes checked against it in SQL until
+enough pass. ``total`` counts the notes the candidates gave (the ranking is of the nearest
+chunks, not of every note).
 
 ``hybrid``: reciprocal rank fusion of a text ranking (BM25 over any of the query's
 informative words, ``core/search/any_word.py``: its first ``HYBRID_DEPTH`` notes, same
@@ -42,8 +43,8 @@ if TYPE_CHECKING:
     from engram_ls.core.service import Engram
 
 CANDIDATES = 64
-"""Notes whose best chunk (by its bits, ``CodeTable.closest``) is re-ranked by its stored
-vector, at least (``NEED_MARGIN`` more than the notes asked for, if more)."""
+"""Notes whose best chunks (by their bits, ``CodeTable.closest``: two at most) are re-ranked by
+their stored vectors, at least (``NEED_MARGIN`` more than the notes asked for, if more)."""
 NEED_MARGIN = 16
 FORGET_ROUNDS = 3
 """Times the candidates are taken again when some of their chunks are gone from the index."""
@@ -198,7 +199,7 @@ class SemanticSearcher:
     def _candidates(
         self, table: CodeTable, q: Any, filters: Filters | None, k: int, depth: int
     ) -> Any:
-        """(chunk ids, note ids) of the best chunk of each of the ``k`` notes nearest ``q``
+        """(chunk ids, note ids) of the best chunks of each of the ``k`` notes nearest ``q``
         (by the chunks' bits, ``CodeTable.closest``) that pass ``filters``."""
         if filters is None or filters.empty:
             return table.closest(q, k, depth=depth)
@@ -301,25 +302,29 @@ class SemanticSearcher:
         return None if topics is None else (topics, within)
 
     def _checked(self, table: CodeTable, q: Any, k: int, depth: int, f: Filters, among: Any) -> Any:
-        """(chunk ids, note ids) of the ``k`` best chunks whose notes pass the broad filter
-        ``f`` (more than ``LIST_MOST`` notes pass it) and are ``among`` (the masks of the
-        filter's other parts, None without): the best ``depth`` chunks of those notes, in
+        """(chunk ids, note ids) of the best chunks of the ``k`` best notes that pass the broad
+        filter ``f`` (more than ``LIST_MOST`` notes pass it) and are ``among`` (the masks of the
+        filter's other parts, None without): the best chunks of ``depth`` of those notes, in
         order, their notes checked against ``f`` in SQL a slice at a time until ``k`` pass."""
         import numpy as np
 
         ids, notes = table.closest(q, depth, depth=depth, among=among)
         kept: list[Any] = []
-        got = 0
+        passed: set[int] = set()
         step = 2 * k  # more than a fifth of the notes pass: a slice of twice k mostly does
         for at in range(0, len(ids), step):
             part = notes[at : at + step]
             passing = self._passing(f, np.unique(part).tolist())
             keep = np.isin(part, np.fromiter(passing, dtype=np.int64, count=len(passing)))
             kept.append(np.flatnonzero(keep) + at)
-            got += int(keep.sum())
-            if got >= k:
+            passed |= passing
+            if len(passed) >= k:
                 break
-        order = np.concatenate(kept)[:k] if kept else np.zeros(0, dtype=np.intp)
+        if not kept:
+            return ids[:0], notes[:0]
+        order = np.concatenate(kept)
+        _, first = np.unique(notes[order], return_index=True)
+        order = order[np.isin(notes[order], notes[order][np.sort(first)[:k]])]
         return ids[order], notes[order]
 
     def _passing(self, f: Filters, note_ids: list[int]) -> set[int]:
