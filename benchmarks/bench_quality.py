@@ -171,7 +171,7 @@ class ExactCosine:
     def __init__(self, index: Path, embed: Callable[[list[str]], Any]) -> None:
         import numpy as np
 
-        from engram_ls.core.semantic.vectors import from_blobs
+        from engram_ls.core.semantic.bits import from_blobs
 
         conn = sqlite3.connect(f"file:{index}?mode=ro", uri=True)
         try:

@@ -6,6 +6,7 @@ import json
 import math
 import os
 import shutil
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -899,7 +900,8 @@ def test_the_closest_chunks_are_re_scored_by_the_query_s_values() -> None:
     """``closest`` re-scores the chunks nearest by Hamming distance with the query's own
     values against their bits as ±1: a chunk two bits further away but agreeing with the
     query's one large value ranks first, where the distance alone ranks it last."""
-    from engram_ls.core.semantic.vectors import Codes, CodeTable, code_of
+    from engram_ls.core.semantic.bits import code_of
+    from engram_ls.core.semantic.vectors import Codes, CodeTable
 
     q = np.full(256, -0.01, dtype=np.float32)
     q[0] = 0.9
@@ -953,21 +955,87 @@ def test_a_note_gives_its_first_chunks_of_the_first_notes(seed: int) -> None:
         assert _per_note(notes, k, most).tolist() == want
 
 
+def test_an_index_of_short_codes_is_searched_alike_and_lengthened_once(
+    vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An index written before the magnitude bits (codes of 32 bytes, no ``semantic_codes``):
+    the table makes the bits from the stored vectors, so searches answer as on a new index;
+    an embedding pass lengthens the codes from the vectors (no note embedded), a batch at a
+    time, and a pass stopped midway is finished by the next."""
+    from engram_ls.core.semantic import engine, store
+    from engram_ls.core.semantic.bits import chunk_codes
+
+    _write(
+        vault,
+        {f"more/{i}.md": f"# Note {i}\n\nWheels, gears and chains, part {i}.\n" for i in range(9)},
+    )
+    index = tmp_path / "index.sqlite"
+    e = _engram(vault, index)
+    e.embed()
+    queries = ["fixing a bicycle tyre", "money and taxes", "bread dough"]
+    want = [_paths(e.search({"query": q, "mode": "semantic"})) for q in queries]
+    conn = e.index.conn()
+    rows = conn.execute(
+        "SELECT c.id, c.code, v.vec FROM chunks c JOIN chunk_vectors v ON v.id = c.id"
+    ).fetchall()
+    assert all(len(code) == 64 for _, code, _ in rows)
+    from engram_ls.core.semantic.bits import from_blobs
+
+    assert [bytes(c) for _, c, _ in rows] == chunk_codes(from_blobs([v for _, _, v in rows]))
+    with conn:
+        conn.execute("UPDATE chunks SET code = substr(code, 1, 32)")
+        conn.execute("DELETE FROM meta WHERE key = ?", (store.CODES_KEY,))
+    e.close()
+
+    e = Engram(vault, index_path=index)
+    e.open()
+    assert [_paths(e.search({"query": q, "mode": "semantic"})) for q in queries] == want
+    conn = e.index.conn()
+    assert not store.codes_long(conn)
+    monkeypatch.setattr(engine, "CODES_BATCH", 4)
+    stop = threading.Event()
+    real = store.set_codes
+
+    def set_then_stop(c: Any, codes: Any) -> None:
+        real(c, codes)
+        stop.set()
+
+    monkeypatch.setattr(store, "set_codes", set_then_stop)
+    report = e.embed(stop=stop)
+    assert report.stopped and report.embedded == 0
+    lengths = [n for (n,) in conn.execute("SELECT length(code) FROM chunks")]
+    assert lengths.count(64) == 4 and not store.codes_long(conn)
+    monkeypatch.setattr(store, "set_codes", real)
+    report = e.embed()
+    assert not report.stopped and report.embedded == 0
+    assert {n for (n,) in conn.execute("SELECT length(code) FROM chunks")} == {64}
+    assert store.codes_long(conn)
+    rows = conn.execute(
+        "SELECT c.code, v.vec FROM chunks c JOIN chunk_vectors v ON v.id = c.id"
+    ).fetchall()
+    assert [bytes(c) for c, _ in rows] == chunk_codes(from_blobs([v for _, v in rows]))
+    e.close()
+    e = Engram(vault, index_path=index)
+    e.open()
+    assert [_paths(e.search({"query": q, "mode": "semantic"})) for q in queries] == want
+    e.close()
+
+
 def test_magnitude_bits_mark_the_values_far_from_zero() -> None:
     """A magnitude bit is set where a value is further from 0 than ``BIG`` root mean squares
     of its row, in the space of the sign bits (a 64-dimension model's: its projection)."""
-    from engram_ls.core.semantic import vectors
+    from engram_ls.core.semantic import bits
 
     rng = np.random.default_rng(3)
     for dims in (256, 64):
         v = rng.standard_normal((40, dims)).astype(np.float32)
-        signed = v if dims == 256 else v @ vectors._directions(dims)
+        signed = v if dims == 256 else v @ bits.directions(dims)
         rms = np.sqrt(np.mean(signed**2, axis=1, keepdims=True))
-        want = np.abs(signed) > vectors.BIG * rms
-        got = np.unpackbits(vectors.magnitude_of(v), axis=1).astype(bool)
+        want = np.abs(signed) > bits.BIG * rms
+        got = np.unpackbits(bits.magnitude_of(v), axis=1).astype(bool)
         assert (got == want).all()
         assert 0.4 < want.mean() < 0.6  # about half, as the levels assume
-    assert vectors.magnitude_of(np.zeros((0, 256), np.float32)).shape == (0, 32)
+    assert bits.magnitude_of(np.zeros((0, 256), np.float32)).shape == (0, 32)
 
 
 def test_the_second_ranking_is_the_cosine_with_what_the_bits_stand_for() -> None:
@@ -975,8 +1043,9 @@ def test_the_second_ranking_is_the_cosine_with_what_the_bits_stand_for() -> None
     vector of ±``SMALL_LEVEL``/±``BIG_LEVEL`` that each chunk's bits stand for; ``closest``
     ranks by it: a chunk whose large values agree with the query's comes first, where the
     signs alone rank it last."""
-    from engram_ls.core.semantic import vectors
-    from engram_ls.core.semantic.vectors import Codes, CodeTable, code_of, magnitude_of
+    from engram_ls.core.semantic import bits
+    from engram_ls.core.semantic.bits import code_of, magnitude_of
+    from engram_ls.core.semantic.vectors import Codes, CodeTable
 
     rng = np.random.default_rng(5)
     v = rng.standard_normal((300, 256)).astype(np.float32)
@@ -986,10 +1055,10 @@ def test_the_second_ranking_is_the_cosine_with_what_the_bits_stand_for() -> None
     q /= np.linalg.norm(q)
     sign = np.where(v > 0, 1.0, -1.0)
     big = np.unpackbits(magnitude_of(v), axis=1).astype(bool)
-    stand = sign * np.where(big, vectors.BIG_LEVEL, vectors.SMALL_LEVEL)
+    stand = sign * np.where(big, bits.BIG_LEVEL, bits.SMALL_LEVEL)
     want = stand @ q / np.linalg.norm(stand, axis=1)
-    table = vectors._byte_sums(q)
-    got = vectors._levels(words, mags, q, vectors._scores(words, q), table)
+    table = bits.byte_sums(q)
+    got = bits.levels(words, mags, q, bits.scores(words, q), table)
     assert np.allclose(got, want, atol=1e-5)
     # two chunks with the same signs (q's but at one dimension): the one whose large values
     # are where q's are ranks first with its magnitudes, the other one without them
@@ -1012,7 +1081,7 @@ def test_the_table_holds_the_magnitude_bits_of_the_stored_vectors(
 ) -> None:
     """The in-memory table's magnitude bits are those of each chunk's vector in the index."""
     from engram_ls.core.semantic import store
-    from engram_ls.core.semantic.vectors import magnitude_of
+    from engram_ls.core.semantic.bits import magnitude_of
 
     def check() -> list[int]:
         engram.search({"query": "bicycle", "mode": "semantic"})
@@ -1066,8 +1135,9 @@ def test_the_nearest_chunks_equal_a_full_sort_of_the_distances(seed: int) -> Non
     distance (ties in table order), whether the bound guessed from a sample holds or not:
     codes of few distinct bits (many ties), masks, a ``k`` near the table's size; and the
     re-scoring by table lookup equals the bits unpacked and multiplied."""
-    from engram_ls.core.semantic import vectors
-    from engram_ls.core.semantic.vectors import Codes, CodeTable, code_of
+    from engram_ls.core.semantic import bits
+    from engram_ls.core.semantic.bits import code_of
+    from engram_ls.core.semantic.vectors import Codes, CodeTable
 
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 60_000))
@@ -1089,9 +1159,9 @@ def test_the_nearest_chunks_equal_a_full_sort_of_the_distances(seed: int) -> Non
         assert sorted(taken.tolist()) == sorted(want.tolist())
     q = rng.standard_normal(256).astype(np.float32)
     q /= np.linalg.norm(q)
-    bits = np.unpackbits(words[:, :300].T.astype(">u8").view(np.uint8), axis=1)
-    looked_up = vectors._scores(words[:, :300], q)
-    assert np.allclose(looked_up, bits.astype(np.float32) @ q, atol=1e-5)
+    unpacked = np.unpackbits(words[:, :300].T.astype(">u8").view(np.uint8), axis=1)
+    looked_up = bits.scores(words[:, :300], q)
+    assert np.allclose(looked_up, unpacked.astype(np.float32) @ q, atol=1e-5)
     # closest (no magnitude bits): of the chunks nearest q's signs, the best two of each of
     # the 10 notes best by that score, best first
     depth = min(4096, n)

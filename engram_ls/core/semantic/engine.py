@@ -50,6 +50,8 @@ log = logging.getLogger(__name__)
 SemanticState = Literal["off", "unavailable", "pending", "embedding", "ready", "failed"]
 BATCH_NOTES = 64
 """Notes read, embedded and written per transaction (about 40 ms of work each)."""
+CODES_BATCH = 4096
+"""Codes lengthened per transaction (``Semantic._lengthen_codes``)."""
 ProgressFn = Callable[[int, int], None]
 GIVE_WAY_S = 1.0
 """Longest wait of a pass between two batches while searches are coming."""
@@ -333,6 +335,8 @@ class Semantic:
                 finished += len(rows)
                 if progress is not None:
                     progress(min(finished, total), total)
+            if not report.stopped and most is None and not store.codes_long(conn):
+                report.stopped = not self._lengthen_codes(conn, stop, polite)
             if not report.stopped and store.has_orphans(conn):
                 with self.health.lock, db.write_tx(conn):
                     report.collected = store.collect(conn)
@@ -355,6 +359,32 @@ class Semantic:
         report.elapsed_s = time.perf_counter() - t0
         return report
 
+    def _lengthen_codes(
+        self, conn: sqlite3.Connection, stop: threading.Event | None, polite: bool
+    ) -> bool:
+        """Give the chunks of an index written before the magnitude bits their long codes,
+        made from their stored vectors (no note is read or embedded), a batch a transaction;
+        False when stopped (the next pass goes on from there). Until then the in-memory table
+        makes those bits from the vectors each time it reads the chunks (slower)."""
+        from engram_ls.core.semantic.bits import chunk_codes, from_blobs
+
+        after = 0
+        while True:
+            if stop is not None and stop.is_set():
+                return False
+            if polite:
+                self._give_way(stop)
+            rows = store.short_codes(conn, after, CODES_BATCH)
+            if not rows:
+                break
+            codes = chunk_codes(from_blobs([v for _, v in rows]))
+            with self.health.lock, db.write_tx(conn):
+                store.set_codes(conn, zip([i for i, _ in rows], codes, strict=True))
+            after = rows[-1][0]
+        with self.health.lock, db.write_tx(conn):
+            store.mark_codes_long(conn)
+        return True
+
     def _give_way(self, stop: threading.Event | None) -> None:
         """Wait (up to ``GIVE_WAY_S``) while searches are coming."""
         waited = 0.0
@@ -374,8 +404,8 @@ class Semantic:
     ) -> None:
         """Read, chunk and embed one batch of notes and write it in one transaction (the
         vectors of texts the index has are taken from it, not embedded again)."""
+        from engram_ls.core.semantic.bits import chunk_codes, from_blobs, to_blob
         from engram_ls.core.semantic.chunks import chunk_key, chunk_note
-        from engram_ls.core.semantic.vectors import code_of, from_blobs, to_blob
 
         root = os.fspath(self.root)
         made: list[tuple[int, str, bytes, list[tuple[int, bytes, str]]]] = []
@@ -398,7 +428,7 @@ class Semantic:
         report.reused += len(keys) - len(todo)
         blobs = {**known, **fresh}
         order = list(blobs)
-        codes = dict(zip(order, code_of(from_blobs([blobs[k] for k in order])), strict=True))
+        codes = dict(zip(order, chunk_codes(from_blobs([blobs[k] for k in order])), strict=True))
         notes = [
             store.NoteChunks(nid, path, digest, [(ln, k, codes[k], snip) for ln, k, snip in cs])
             for nid, path, digest, cs in made

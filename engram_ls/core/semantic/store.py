@@ -5,8 +5,11 @@ A chunk that no longer stands for its note (the note was deleted, re-embedded or
 an orphan, ``note_id`` 0: never searched, but its vector can be taken by a chunk of the same
 key until ``collect`` deletes the orphans at the end of an embedding pass.
 
-No numpy here: vectors cross as bytes (float16 for ``chunk_vectors.vec``, 32 bytes of sign bits
-for ``chunks.code``), so the base installation can orphan and count chunks without the extra.
+No numpy here: vectors cross as bytes (float16 for ``chunk_vectors.vec``; for ``chunks.code``,
+32 bytes of sign bits and 32 of magnitude bits, ``bits.chunk_codes``), so the base
+installation can orphan and count chunks without the extra. An index written before the
+magnitude bits has codes of 32 bytes: ``short_codes`` and ``set_codes`` lengthen them from the
+stored vectors (an embedding pass does, once), and ``CODES_KEY`` says when none is left.
 """
 
 from __future__ import annotations
@@ -27,6 +30,9 @@ GENERATION_KEY = "semantic_generation"
 """meta key: increases with every committed change of the chunks by the embedder."""
 DIMS_KEY = "semantic_dims"
 """meta key: the dimensions of that model's vectors."""
+CODES_KEY = "semantic_codes"
+"""meta key: ``LONG_CODE`` when every chunk's code holds its magnitude bits too."""
+LONG_CODE = 64
 _IN_MAX = 999
 """Values bound in one ``IN (...)`` (SQLite's default limit of variables is far higher)."""
 
@@ -89,10 +95,48 @@ def use_model(conn: sqlite3.Connection, key: str, dims: int) -> bool:
     conn.execute("DELETE FROM embedded")
     conn.executemany(
         "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-        [(MODEL_KEY, key), (DIMS_KEY, dims)],
+        [(MODEL_KEY, key), (DIMS_KEY, dims), (CODES_KEY, LONG_CODE)],
     )
     bump(conn)
     return True
+
+
+def codes_long(conn: sqlite3.Connection) -> bool:
+    """Whether every chunk's code holds its magnitude bits (``LONG_CODE`` bytes)."""
+    value = _meta(conn, CODES_KEY)
+    return value is not None and int(value) >= LONG_CODE
+
+
+def short_codes(conn: sqlite3.Connection, after: int, limit: int) -> list[tuple[int, bytes]]:
+    """(chunk id, vector) of the first ``limit`` chunks above ``after`` whose code is short
+    (written before the magnitude bits), in id order."""
+    return [
+        (int(i), bytes(v))
+        for i, v in conn.execute(
+            "SELECT c.id, v.vec FROM chunks c JOIN chunk_vectors v ON v.id = c.id"
+            " WHERE c.id > ? AND length(c.code) < ? ORDER BY c.id LIMIT ?",
+            (after, LONG_CODE, limit),
+        )
+    ]
+
+
+def set_codes(conn: sqlite3.Connection, codes: Iterable[tuple[int, bytes]]) -> None:
+    """Replace the codes of chunks (inside a write transaction): (chunk id, code)."""
+    conn.executemany("UPDATE chunks SET code = ? WHERE id = ?", [(c, i) for i, c in codes])
+
+
+def mark_codes_long(conn: sqlite3.Connection) -> None:
+    """Record that no chunk's code is short any more (inside a write transaction), unless one
+    without a vector is left (it never is: a chunk is written with its vector)."""
+    left = conn.execute(
+        "SELECT 1 FROM chunks c JOIN chunk_vectors v ON v.id = c.id"
+        " WHERE length(c.code) < ? LIMIT 1",
+        (LONG_CODE,),
+    ).fetchone()
+    if left is None:
+        conn.execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (CODES_KEY, LONG_CODE)
+        )
 
 
 def bump(conn: sqlite3.Connection) -> None:
@@ -184,15 +228,13 @@ def collect(conn: sqlite3.Connection) -> int:
 
 def codes_after(
     conn: sqlite3.Connection, after: int, limit: int = -1
-) -> list[tuple[int, int, bytes, bytes | None]]:
-    """(chunk id, note id, code, vector blob or None) of the (first ``limit``) chunks with ids
-    above ``after`` (orphans left out), in id order."""
+) -> list[tuple[int, int, bytes]]:
+    """(chunk id, note id, code) of the (first ``limit``) chunks with ids above ``after``
+    (orphans left out), in id order."""
     return [
-        (int(i), int(n), bytes(c), None if v is None else bytes(v))
-        for i, n, c, v in conn.execute(
-            "SELECT c.id, c.note_id, c.code, v.vec FROM chunks c"
-            " LEFT JOIN chunk_vectors v ON v.id = c.id"
-            " WHERE c.id > ? AND c.note_id > 0 ORDER BY c.id LIMIT ?",
+        (int(i), int(n), bytes(c))
+        for i, n, c in conn.execute(
+            "SELECT id, note_id, code FROM chunks WHERE id > ? AND note_id > 0 ORDER BY id LIMIT ?",
             (after, limit),
         )
     ]
@@ -202,7 +244,7 @@ def vectors_in(conn: sqlite3.Connection, ids: Sequence[int]) -> tuple[list[int],
     """(chunk ids, their vectors as rows of a float32 matrix), by chunk id, for those of
     ``ids`` that still have a vector (read by rowid alone: the caller knows each chunk's note,
     and orphans' ids from ``orphan_ids``)."""
-    from engram_ls.core.semantic.vectors import from_blobs
+    from engram_ls.core.semantic.bits import from_blobs
 
     found: list[int] = []
     blobs: list[bytes] = []
@@ -254,6 +296,7 @@ __all__ = [
     "bump",
     "chunk_places",
     "codes_after",
+    "codes_long",
     "collect",
     "counts",
     "dims",
@@ -261,10 +304,13 @@ __all__ = [
     "has_orphans",
     "known_vectors",
     "live_chunks_after",
+    "mark_codes_long",
     "model_key",
     "note_chunk_ids",
     "orphan_ids",
     "pending",
+    "set_codes",
+    "short_codes",
     "state",
     "use_model",
     "vectors_in",

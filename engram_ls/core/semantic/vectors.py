@@ -22,7 +22,6 @@ finds their vectors gone (``forget``); once a fifth of the table is dead it is r
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 import threading
 from collections.abc import Sequence
@@ -33,6 +32,16 @@ import numpy as np
 
 from engram_ls.core.memory import give_back
 from engram_ls.core.semantic import store
+from engram_ls.core.semantic.bits import (
+    CODE_BYTES,
+    WORDS,
+    byte_sums,
+    code_of,
+    levels,
+    magnitude_of,
+    scores,
+    signed_space,
+)
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -43,141 +52,15 @@ if TYPE_CHECKING:
     Among: TypeAlias = AmongOne | tuple[AmongOne, ...]
     """Notes whose chunks alone are ranked (``CodeTable._narrow``, ``CodeTable._far``)."""
 
-WORDS = 4
-"""64-bit words of a code: codes are of the first 256 dimensions (all of the default model's)."""
-CODE_BYTES = WORDS * 8
 DEAD_SHARE = 0.2
 FAR = WORDS * 64 + 1
 """The distance given to chunks a mask leaves out: beyond any real one."""
-READ_ROWS = 4_000
-"""Chunks read at a time (with their vectors, for their magnitude bits: ~4 MB of rows and
-~12 MB of arrays for the while)."""
+READ_ROWS = 20_000
 MASKS_KEPT = 4
 NARROW_NOTES = 4_000
 """A filter of at most this many notes has its chunks found by note (``CodeTable._narrow``);
 a broader one is a mask over the whole table (about 1.4 ms at 268,000 chunks, whatever the
 notes; the chunks of 4,000 notes are found in about 0.3 ms)."""
-
-
-BITS = WORDS * 64
-
-
-def code_of(vectors: npt.NDArray[np.float32]) -> list[bytes]:
-    """Each row's 256 bits, as 32 bytes: the signs of a 256-dimension vector (the default
-    model is trained for them), else the signs of its projection on 256 fixed random
-    directions (SimHash: the bits of a 64-dimension model's signs alone would tie often)."""
-    if not len(vectors):
-        return []
-    dims = vectors.shape[1]
-    signs = vectors if dims == BITS else vectors @ _directions(dims)
-    return [bytes(row) for row in np.packbits(signs > 0, axis=1)]
-
-
-def magnitude_of(vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.uint8]:
-    """(n, ``CODE_BYTES``): each row's 256 magnitude bits, in the space its sign bits are of
-    (``code_of``): set where the value is further from 0 than ``BIG`` times the row's root
-    mean square (about half the dimensions of a unit vector are)."""
-    if not len(vectors):
-        return np.zeros((0, CODE_BYTES), dtype=np.uint8)
-    signed = vectors if vectors.shape[1] == BITS else vectors @ _directions(vectors.shape[1])
-    rms = np.sqrt(np.mean(np.square(signed), axis=1, keepdims=True))
-    packed: npt.NDArray[np.uint8] = np.packbits(np.abs(signed) > BIG * rms, axis=1)
-    return packed
-
-
-BIG = 0.66
-"""A magnitude bit is set where a value is further from 0 than this many root mean squares."""
-SMALL_LEVEL, BIG_LEVEL = 0.32, 1.26
-"""What a dimension is read as holding (in root mean squares, with its sign) when its
-magnitude bit is clear or set: the mean magnitude of each side of ``BIG`` in a normal
-distribution."""
-
-
-_DIRECTIONS: dict[int, npt.NDArray[np.float32]] = {}
-
-
-def _directions(dims: int) -> npt.NDArray[np.float32]:
-    """(dims, 256) of ±1, the same in every process and version (from a hash, not a random
-    generator whose stream could change)."""
-    found = _DIRECTIONS.get(dims)
-    if found is None:
-        rows = [
-            np.unpackbits(
-                np.frombuffer(
-                    hashlib.blake2b(f"{dims}:{i}".encode(), digest_size=32).digest(), dtype=np.uint8
-                )
-            )
-            for i in range(dims)
-        ]
-        found = _DIRECTIONS[dims] = np.array(rows, dtype=np.float32) * 2 - 1
-    return found
-
-
-def _signed_space(q: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
-    """``q`` in the space its bits are the signs of (``code_of``)."""
-    return q if q.shape[0] == BITS else q @ _directions(q.shape[0])
-
-
-_BYTE_BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).astype(np.float32)
-"""(256, 8): the bits of each byte value, first bit first (as ``np.unpackbits`` gives them)."""
-
-
-def _byte_sums(signed: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
-    """(``CODE_BYTES``, 256): for each byte of a code and each value it can have, the sum of
-    ``signed`` at the dimensions whose bits the value sets."""
-    sums: npt.NDArray[np.float32] = signed.reshape(CODE_BYTES, 8) @ _BYTE_BITS.T
-    return sums
-
-
-def _scores(
-    words: npt.NDArray[np.uint64],
-    signed: npt.NDArray[np.float32],
-    table: npt.NDArray[np.float32] | None = None,
-) -> npt.NDArray[np.float32]:
-    """The dot product of ``signed`` with each column's bits (``words``: (``WORDS``, n)) read
-    as 0/1 (±1 gives twice it less the sum of ``signed``: the same order). A row's is the
-    sum, over its 32 bytes, of what each byte's set bits add up to, looked up a byte place at
-    a time (the bytes of one place laid side by side): three times the speed of the bits
-    unpacked as floats and multiplied, and a third faster than one look-up of every byte.
-    ``table``: ``_byte_sums(signed)``, when made already."""
-    if table is None:
-        table = _byte_sums(signed)
-    by_place = np.ascontiguousarray(
-        np.ascontiguousarray(words, dtype=">u8")
-        .view(np.uint8)
-        .reshape(WORDS, -1, 8)
-        .transpose(0, 2, 1)
-    ).reshape(CODE_BYTES, -1)
-    score: npt.NDArray[np.float32] = table[0].take(by_place[0])
-    for place in range(1, CODE_BYTES):
-        score += table[place].take(by_place[place])
-    return score
-
-
-def _levels(
-    words: npt.NDArray[np.uint64],
-    mags: npt.NDArray[np.uint64],
-    signed: npt.NDArray[np.float32],
-    score: npt.NDArray[np.float32],
-    table: npt.NDArray[np.float32],
-) -> npt.NDArray[np.float32]:
-    """The cosine of ``signed`` with the vector each column's sign bits (``words``) and
-    magnitude bits (``mags``) stand for: ±``SMALL_LEVEL`` where the magnitude bit is clear,
-    ±``BIG_LEVEL`` where it is set; ``score``: ``_scores(words, signed)``. With s the signs
-    (0/1), m the magnitudes, x = ``signed``: x·(±1 signs) = 2·x·s − Σx and x·(±1 where m) =
-    2·x·(s∧m) − x·m, both looked up by ``_scores`` at once; ``table``: ``_byte_sums(signed)``."""
-    n = words.shape[1]
-    plain = 2 * score - float(signed.sum())
-    both = _scores(np.concatenate([words & mags, mags], axis=1), signed, table)
-    agree = 2 * both[:n] - both[n:]
-    big = np.bitwise_count(mags).sum(axis=0, dtype=np.int32)
-    norm = np.sqrt(big * BIG_LEVEL**2 + (BITS - big) * SMALL_LEVEL**2) * float(
-        np.sqrt(signed @ signed)
-    )
-    out: npt.NDArray[np.float32] = (
-        SMALL_LEVEL * plain + (BIG_LEVEL - SMALL_LEVEL) * agree
-    ) / np.maximum(norm, 1e-12)
-    return out
 
 
 def _per_note(notes: npt.NDArray[np.int32], k: int, most: int) -> npt.NDArray[np.intp]:
@@ -203,17 +86,6 @@ def _far_unless(mask: npt.NDArray[np.bool_]) -> npt.NDArray[np.uint16]:
     ``FAR``)."""
     far: npt.NDArray[np.uint16] = (~mask).view(np.uint8).astype(np.uint16) * np.uint16(FAR)
     return far
-
-
-def to_blob(vectors: npt.NDArray[np.float32]) -> list[bytes]:
-    return [row.astype(np.float16).tobytes() for row in vectors]
-
-
-def from_blobs(blobs: Sequence[bytes]) -> npt.NDArray[np.float32]:
-    if not blobs:
-        return np.zeros((0, 0), dtype=np.float32)
-    joined = np.frombuffer(b"".join(blobs), dtype=np.float16)
-    return joined.reshape(len(blobs), -1).astype(np.float32)
 
 
 class Codes(NamedTuple):
@@ -318,12 +190,13 @@ class CodeTable:
             end = at + len(rows)
             ids[at:end] = [r[0] for r in rows]
             notes[at:end] = [r[1] for r in rows]
-            raw = b"".join(r[2].ljust(CODE_BYTES, b"\0")[:CODE_BYTES] for r in rows)
-            words[:, at:end] = np.frombuffer(raw, dtype=">u8").reshape(-1, WORDS).T
-            have = [i for i, r in enumerate(rows) if r[3] is not None]  # a vector: its bits
-            if have:
-                bits = magnitude_of(from_blobs([rows[i][3] for i in have]))  # type: ignore[misc]
-                mags[:, at + np.asarray(have)] = bits.view(">u8").reshape(-1, WORDS).T
+            raw = b"".join(r[2].ljust(2 * CODE_BYTES, b"\0")[: 2 * CODE_BYTES] for r in rows)
+            both = np.frombuffer(raw, dtype=">u8").reshape(-1, 2, WORDS)
+            words[:, at:end] = both[:, 0].T
+            mags[:, at:end] = both[:, 1].T
+            short = [i for i, r in enumerate(rows) if len(r[2]) < 2 * CODE_BYTES]
+            if short:  # written before the magnitude bits: made from the stored vectors
+                _magnitudes_into(conn, mags, at, [rows[i][0] for i in short], short)
             at, last = end, int(rows[-1][0])
         joined = Codes(ids[:at], notes[:at], words[:, :at], codes.dead, mags[:, :at])
         if not n:
@@ -392,7 +265,7 @@ class CodeTable:
         2. of those, the ``SECOND`` best by the dot product of ``q`` with their signs as ±1 (the
            query's own values, not its signs);
         3. of those, the best by the cosine of ``q`` with the vector their sign and magnitude
-           bits stand for (``SMALL_LEVEL`` or ``BIG_LEVEL`` a dimension, ``_levels``).
+           bits stand for (``SMALL_LEVEL`` or ``BIG_LEVEL`` a dimension, ``levels``).
 
         On the generated 100,000-note vault, the 64 notes so found hold 75 % of the exact top
         10 when their stored vectors re-rank them; the 256 best chunks by the signs alone held
@@ -401,16 +274,16 @@ class CodeTable:
         order = self._hamming(codes, code_of(q[None, :])[0], depth, among, ordered=False)
         if len(order) <= 1:
             return codes.ids[order], codes.notes[order]
-        signed = _signed_space(q)
-        table = _byte_sums(signed)
-        score = _scores(codes.words[:, order], signed, table)
+        signed = signed_space(q)
+        table = byte_sums(signed)
+        score = scores(codes.words[:, order], signed, table)
         second = max(SECOND, 4 * k)
         if len(order) > second:
             kept = np.argpartition(-score, second - 1)[:second]
             kept.sort()  # table order: ties below are broken by it
             order, score = order[kept], score[kept]
         if codes.mags is not None:
-            score = _levels(codes.words[:, order], codes.mags[:, order], signed, score, table)
+            score = levels(codes.words[:, order], codes.mags[:, order], signed, score, table)
         ranked = order[np.lexsort((order, -score))]
         best = _per_note(codes.notes[ranked], k, PER_NOTE)
         return codes.ids[ranked[best]], codes.notes[ranked[best]]
@@ -656,6 +529,23 @@ def _distances_into(
         out += np.bitwise_count(np.bitwise_xor(words[w], q[w]))
 
 
+def _magnitudes_into(
+    conn: sqlite3.Connection,
+    mags: npt.NDArray[np.uint64],
+    at: int,
+    chunk_ids: list[int],
+    places: list[int],
+) -> None:
+    """``mags[:, at + place]`` = the magnitude bits of the stored vector of the chunk of each
+    of ``chunk_ids`` (a chunk without a vector keeps 0)."""
+    found, vecs = store.vectors_in(conn, chunk_ids)
+    if not found:
+        return
+    place_of = dict(zip(chunk_ids, places, strict=True))
+    columns = at + np.asarray([place_of[c] for c in found], dtype=np.intp)
+    mags[:, columns] = magnitude_of(vecs).view(">u8").reshape(-1, WORDS).T
+
+
 def _within(d: npt.NDArray[np.uint16], k: int) -> npt.NDArray[np.intp]:
     """Table positions (in table order) of every chunk whose distance is at most that of the
     ``k``-th nearest, and maybe a few more. A bound is guessed from a histogram of one
@@ -683,12 +573,4 @@ def _lut(top: int, wanted: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
     return lut
 
 
-__all__ = [
-    "CODE_BYTES",
-    "CodeTable",
-    "Codes",
-    "code_of",
-    "from_blobs",
-    "magnitude_of",
-    "to_blob",
-]
+__all__ = ["CodeTable", "Codes"]
