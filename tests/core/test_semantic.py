@@ -168,7 +168,13 @@ def test_the_default_model_s_table_is_mapped_from_its_file(tmp_path: Path) -> No
     damaged.write_bytes((1 << 40).to_bytes(8, "little") + raw[8:100])
     cut = tmp_path / "cut.safetensors"
     cut.write_bytes(raw[: len(raw) // 2])
-    for weights in (bf16, damaged, cut):
+    header[files.tensor]["dtype"] = "F16"
+    begin, end = header[files.tensor]["data_offsets"]
+    header[files.tensor]["data_offsets"] = [begin - 64, end - 64]  # before the data
+    text = json.dumps(header).encode()
+    negative = tmp_path / "negative.safetensors"
+    negative.write_bytes(len(text).to_bytes(8, "little") + text + raw[8 + length :])
+    for weights in (bf16, damaged, cut, negative):
         assert model_mod._mapped_table(dataclasses.replace(files, weights=weights)) is None
 
 

@@ -283,11 +283,15 @@ def _mapped_table(files: ModelFiles) -> tuple[mmap.mmap, Any] | None:
             info = json.loads(f.read(length)).get(files.tensor)
             begin, end = (int(x) for x in info["data_offsets"])
             rows, dims = (int(x) for x in info["shape"])
-            if info["dtype"] != "F16" or end - begin != rows * dims * 2 or 8 + length + end > size:
+            fits = 0 <= begin and end - begin == rows * dims * 2 and 8 + length + end <= size
+            if info["dtype"] != "F16" or not fits:
                 return None
         except (ValueError, TypeError, KeyError, AttributeError):
             return None
-        mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        try:
+            mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError):  # a file system that cannot map: read it as any other
+            return None
     table = np.frombuffer(mapped, dtype=np.float16, count=rows * dims, offset=8 + length + begin)
     return mapped, table.reshape(rows, dims)
 
