@@ -283,7 +283,7 @@ def _mapped_table(files: ModelFiles) -> tuple[mmap.mmap, Any] | None:
             info = json.loads(f.read(length)).get(files.tensor)
             begin, end = (int(x) for x in info["data_offsets"])
             rows, dims = (int(x) for x in info["shape"])
-            fits = 0 <= begin and end - begin == rows * dims * 2 and 8 + length + end <= size
+            fits = begin >= 0 and end - begin == rows * dims * 2 and 8 + length + end <= size
             if info["dtype"] != "F16" or not fits:
                 return None
         except (ValueError, TypeError, KeyError, AttributeError):
