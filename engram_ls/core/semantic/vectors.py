@@ -1,4 +1,4 @@
-"""Nearest chunks by meaning: sign bits in memory, the stored vectors to re-rank.
+"""Nearest chunks by meaning: their codes in memory, the stored vectors to re-rank.
 
 ``CodeTable`` keeps, for every chunk of the index, its id, its note's id, the 256 sign bits of
 its vector and 256 magnitude bits (76 bytes a chunk: 20 MiB at 268,000 chunks), never the
