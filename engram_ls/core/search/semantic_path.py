@@ -49,7 +49,7 @@ NEED_MARGIN = 16
 FORGET_ROUNDS = 3
 """Times the candidates are taken again when some of their chunks are gone from the index."""
 DEPTH = 4096
-"""Chunks taken by Hamming distance, at least (eight per re-ranked chunk, if more), to be
+"""Chunks taken by Hamming distance, at least (eight per note re-ranked, if more), to be
 re-scored by the query's values against their bits before the stored vectors are read."""
 LIST_MOST = 20_000
 """A filter passing at most this many notes is listed first, and only its notes' chunks are

@@ -335,11 +335,12 @@ class Semantic:
                 finished += len(rows)
                 if progress is not None:
                     progress(min(finished, total), total)
-            if not report.stopped and most is None and not store.codes_long(conn):
-                report.stopped = not self._lengthen_codes(conn, stop, polite)
             if not report.stopped and store.has_orphans(conn):
                 with self.health.lock, db.write_tx(conn):
                     report.collected = store.collect(conn)
+            if not report.stopped and most is None and not store.codes_long(conn):
+                # after the collection: orphans' codes are never read, so never lengthened
+                report.stopped = not self._lengthen_codes(conn, stop, polite)
             if not report.stopped:
                 self.synced = start
         except sqlite3.DatabaseError as exc:

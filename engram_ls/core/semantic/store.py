@@ -126,17 +126,9 @@ def set_codes(conn: sqlite3.Connection, codes: Iterable[tuple[int, bytes]]) -> N
 
 
 def mark_codes_long(conn: sqlite3.Connection) -> None:
-    """Record that no chunk's code is short any more (inside a write transaction), unless one
-    without a vector is left (it never is: a chunk is written with its vector)."""
-    left = conn.execute(
-        "SELECT 1 FROM chunks c JOIN chunk_vectors v ON v.id = c.id"
-        " WHERE length(c.code) < ? LIMIT 1",
-        (LONG_CODE,),
-    ).fetchone()
-    if left is None:
-        conn.execute(
-            "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (CODES_KEY, LONG_CODE)
-        )
+    """Record that no chunk's code is short any more (inside a write transaction): once
+    ``short_codes`` has none left (chunks are written long from then on)."""
+    conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (CODES_KEY, LONG_CODE))
 
 
 def bump(conn: sqlite3.Connection) -> None:

@@ -6,9 +6,10 @@ vectors themselves (a float matrix of the same chunks is 266 MiB as float32). A 
 is turned into sign bits the same way; the Hamming distance to every chunk is a few vectorised
 passes over four columns of 64-bit words; the nearest are ranked by the query's values against
 their signs, then against the vector their signs and magnitudes stand for (``closest``), and
-the best chunk of each of the first notes is re-ranked by its stored float16 vector, read by
-id from the index (``core/search/semantic_path.py``). The magnitude bits are made from the
-stored vectors as the table reads them.
+the best chunks (two at most) of each of the first notes are re-ranked by their stored float16
+vectors, read by id from the index (``core/search/semantic_path.py``). Both kinds of bits are
+read from each chunk's stored code; an older index's codes hold the signs alone, and the
+magnitude bits of those are made from the stored vectors as the table reads them.
 
 A narrow filter's chunks are found without a pass over the table: the chunks' positions
 sorted by note (made once a table state, 8 bytes a chunk) give a note's chunks by binary search,
@@ -67,9 +68,6 @@ def _per_note(notes: npt.NDArray[np.int32], k: int, most: int) -> npt.NDArray[np
     """Places in ``notes`` (best first) of the first ``most`` chunks of each of the first ``k``
     notes, in their order."""
     _, first, inverse = np.unique(notes, return_index=True, return_inverse=True)
-    if most == 1:
-        kept: npt.NDArray[np.intp] = np.sort(first)[:k]
-        return kept
     by_note = np.argsort(inverse, kind="stable")  # each note's places together, best first
     grouped = inverse[by_note]
     starts = np.searchsorted(grouped, np.arange(len(first)))
@@ -77,7 +75,7 @@ def _per_note(notes: npt.NDArray[np.int32], k: int, most: int) -> npt.NDArray[np
     nth[by_note] = np.arange(len(notes)) - starts[grouped]
     taken = np.zeros(len(first), dtype=bool)
     taken[inverse[np.sort(first)[:k]]] = True
-    kept = np.flatnonzero((nth < most) & taken[inverse])
+    kept: npt.NDArray[np.intp] = np.flatnonzero((nth < most) & taken[inverse])
     return kept
 
 
@@ -276,14 +274,15 @@ class CodeTable:
             return codes.ids[order], codes.notes[order]
         signed = signed_space(q)
         table = byte_sums(signed)
-        score = scores(codes.words[:, order], signed, table)
+        words = codes.words[:, order]  # gathered from all over the table once
+        score = scores(words, signed, table)
         second = max(SECOND, 4 * k)
         if len(order) > second:
             kept = np.argpartition(-score, second - 1)[:second]
             kept.sort()  # table order: ties below are broken by it
-            order, score = order[kept], score[kept]
+            order, score, words = order[kept], score[kept], words[:, kept]
         if codes.mags is not None:
-            score = levels(codes.words[:, order], codes.mags[:, order], signed, score, table)
+            score = levels(words, codes.mags[:, order], signed, score, table)
         ranked = order[np.lexsort((order, -score))]
         best = _per_note(codes.notes[ranked], k, PER_NOTE)
         return codes.ids[ranked[best]], codes.notes[ranked[best]]
