@@ -996,6 +996,13 @@ def test_an_index_of_short_codes_is_searched_alike_and_lengthened_once(
     e = Engram(vault, index_path=index)
     e.open()
     assert [_paths(e.search({"query": q, "mode": "semantic"})) for q in queries] == want
+    # the bits the table holds are those of the codes it would have written (a vault this
+    # small is re-ranked whole by its vectors: the answers alone could not tell)
+    codes = e.semantic.table().codes
+    by_id = {int(i): bytes(c) for i, c, _ in rows}
+    long = np.frombuffer(b"".join(by_id[int(i)] for i in codes.ids), dtype=">u8")
+    assert codes.mags is not None
+    assert (codes.mags == long.reshape(-1, 2, 4)[:, 1].T).all()
     conn = e.index.conn()
     assert not store.codes_long(conn)
     monkeypatch.setattr(engine, "CODES_BATCH", 4)
