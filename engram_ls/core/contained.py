@@ -87,10 +87,21 @@ def check_folders(root: str, rel: str) -> None:
         os.close(fd)
 
 
+def real_path(path: str) -> str | None:
+    """``os.path.realpath(path)``, or None when the path changes while it is resolved (a
+    symlink on the way swapped for a folder between its ``lstat`` and its ``readlink``, or
+    removed): the callers refuse such a path, as they refuse one that leaves the vault."""
+    try:
+        return os.path.realpath(path)
+    except OSError:
+        return None
+
+
 def _link_rel(root: str, rel: str) -> str:
-    """The vault path a symlinked note ``rel`` points at (OutsideVault when outside)."""
-    real = os.path.realpath(os.path.join(root, rel))
-    if not real.startswith(root + os.sep):
+    """The vault path a symlinked note ``rel`` points at (OutsideVault when outside, or when
+    it changes while it is resolved)."""
+    real = real_path(os.path.join(root, rel))
+    if real is None or not real.startswith(root + os.sep):
         raise OutsideVault(f"path resolves outside the vault: {rel}", data={"path": rel})
     return real[len(root) + 1 :].replace(os.sep, "/")
 

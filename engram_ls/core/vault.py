@@ -25,6 +25,7 @@ from engram_ls.core.contained import (
     move_in,
     open_folder,
     read_in,
+    real_path,
     stat_in,
     write_in,
 )
@@ -164,10 +165,12 @@ class Vault:
         return self.root / rel_path if rel_path else self.root
 
     def resolve_inside(self, path: str | os.PathLike[str]) -> Path:
-        """The real path of a vault file, after symlinks, checked to stay inside the vault."""
+        """The real path of a vault file, after symlinks, checked to stay inside the vault
+        (OutsideVault when it leaves it or changes while it is resolved)."""
         rel = self.rel(path)
-        real = Path(os.path.realpath(self.abs(rel)))
-        if real != self.root and not real.is_relative_to(self.root):
+        found = real_path(os.fspath(self.abs(rel)))
+        real = Path(found) if found is not None else None
+        if real is None or (real != self.root and not real.is_relative_to(self.root)):
             raise OutsideVault(f"path resolves outside the vault: {rel}", data={"path": rel})
         return real
 
@@ -182,7 +185,8 @@ class Vault:
         """Those of ``rel_paths`` (index paths: relative, no ``..``) that stay inside the vault;
         with ``regular``, only regular files (a symlinked file: its target), as ripgrep must be
         given them (it waits on a FIFO, follows a symlink anywhere). Each folder on the way is
-        ``lstat``-ed once per call, a real path resolved only where a symlink appears. A missing
+        ``lstat``-ed once per call, a real path resolved only where a symlink appears; a path
+        that cannot be resolved (a folder on the way swapped meanwhile) is left out. A missing
         file cannot escape (nor is it regular)."""
         root_s = os.fspath(self.root)
         modes: dict[str, int | None] = {"": stat_mod.S_IFDIR}
@@ -207,8 +211,8 @@ class Vault:
             return linked[folder]
 
         def escapes(rel: str) -> bool:
-            real = os.path.realpath(os.path.join(root_s, rel))
-            return not (real == root_s or real.startswith(root_s + os.sep))
+            real = real_path(os.path.join(root_s, rel))
+            return real is None or not (real == root_s or real.startswith(root_s + os.sep))
 
         def is_regular(rel: str) -> bool:
             found = mode(rel)

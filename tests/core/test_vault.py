@@ -90,6 +90,33 @@ def test_rel_accepts_absolute_inside(tmp_path: Path) -> None:
     assert vault.rel("./a//b.md") == "a/b.md"
 
 
+def test_a_path_that_changes_while_it_is_resolved_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A symlinked folder swapped back for a folder between the ``lstat`` and the ``readlink``
+    of its resolution (``os.path.realpath`` raises EINVAL): a typed refusal or the path left
+    out, never an ``OSError`` from the middle of a search or an edit."""
+    from engram_ls.core import contained
+
+    root = tmp_path / "vault"
+    (root / "real").mkdir(parents=True)
+    (root / "real" / "n.md").write_text("# N\n")
+    (root / "link").symlink_to(root / "real", target_is_directory=True)
+    vault = Vault(root, EngramConfig())
+    assert vault.inside(["link/n.md", "real/n.md"]) == {"link/n.md", "real/n.md"}
+
+    def changing(path: object) -> str:
+        raise OSError(22, "Invalid argument", os.fspath(path))  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os.path, "realpath", changing)
+    assert vault.inside(["link/n.md", "real/n.md"]) == {"real/n.md"}  # no symlink: no resolve
+    with pytest.raises(OutsideVault):
+        vault.resolve_inside("link/n.md")
+    assert not vault.contains("link/n.md")
+    with pytest.raises(OutsideVault):
+        contained._link_rel(os.fspath(root), "link/n.md")
+
+
 def test_missing_vault_is_not_found(tmp_path: Path) -> None:
     with pytest.raises(NotFound):
         Vault(tmp_path / "nope", EngramConfig())

@@ -223,6 +223,31 @@ async def test_read_note_race_never_reads_outside(tmp_path: Path) -> None:
     assert answers, "no read succeeded at all"
 
 
+@pytest.mark.parametrize("mode", ["text", "semantic"])
+def test_searches_race_never_fail_nor_answer_from_outside(tmp_path: Path, mode: str) -> None:
+    """Searches of a page whose note lies in a folder swapped with a symlink to outside: each
+    answers (the folder caught mid-swap is left out of that page, never an error from
+    resolving its path) and never with an outside note."""
+    root, outside = make_vault(tmp_path)
+    for i in range(8):  # a page of several notes in the swapped folder
+        (root / "race" / f"r{i}.md").write_text(_note(f"inside race text {i}"), encoding="utf-8")
+    engram = Engram(root)
+    engram.open()
+    engram.sync()
+    if mode == "semantic":
+        if not engram.status().capabilities.get("semantic"):
+            pytest.skip("needs the semantic extra")
+        engram.embed()
+    answered = 0
+    with swapping(root, outside):
+        for _ in range(4 * RACE_ROUNDS):
+            res = engram.search({"query": "inside race text", "mode": mode})
+            assert not [h for h in res.results if OUTSIDE_WORD in h.snippet]
+            answered += bool(res.results)
+    engram.close()
+    assert answered, "no search found the notes at all"
+
+
 @pytest.mark.slow
 def test_full_build_race_never_indexes_outside(tmp_path: Path) -> None:
     """Eight folders swapped at once: a walk that trusts a check made before the use enters

@@ -16,6 +16,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from engram_ls.core.contained import real_path
+
 BUSY_TIMEOUT_MS = 10_000
 """How long a connection waits for another process's lock; ``$ENGRAM_BUSY_TIMEOUT_MS``
 overrides it (the reliability tests hold a lock longer than a short timeout)."""
@@ -226,7 +228,7 @@ def sorting_on_disk(conn: sqlite3.Connection) -> Iterator[None]:
     swapped for a symlink since: SQLite names the file by its real path when it opens it); the
     connection as it was afterwards either way."""
     folder = _main_folder(conn) if sqlite3.sqlite_version_info >= SORT_DIRECTORY_SAFE else None
-    if folder is None or os.path.realpath(folder) != folder:
+    if folder is None or real_path(folder) != folder:  # None: changed while resolved
         yield
         return
     with _SORTING:
