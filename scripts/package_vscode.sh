@@ -84,7 +84,8 @@ for p in "${platforms[@]}"; do
 done
 
 say "building Engram's wheel from this checkout"
-pip wheel --quiet --no-deps --wheel-dir "$work/engram" "$ROOT" >/dev/null
+# pure Python (setup.py leaves the optional compiled loops out): one wheel for every Python
+ENGRAM_PURE_PYTHON=1 pip wheel --quiet --no-deps --wheel-dir "$work/engram" "$ROOT" >/dev/null
 wheels=("$work"/engram/engram_ls-*.whl)
 engram_wheel=${wheels[0]}
 version=$(basename "$engram_wheel" | cut -d- -f2)

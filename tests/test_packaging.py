@@ -66,7 +66,7 @@ def test_it_holds_every_file_of_the_repository_but_git_s_own(sdist: Path) -> Non
     stray = [
         n
         for n in names(sdist)
-        if "/node_modules/" in n or n.endswith((".pyc", ".vsix")) or "index.sqlite" in n
+        if "/node_modules/" in n or n.endswith((".pyc", ".vsix", ".so")) or "index.sqlite" in n
     ]
     assert stray == []
 

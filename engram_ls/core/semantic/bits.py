@@ -7,18 +7,36 @@ against many codes a byte at a time, from a table of 32 × 256 sums made from it
 (``byte_sums``, ``scores``): by the signs alone, then by the vector the signs and magnitudes
 stand for (``levels``). The vectors themselves are stored as float16 (``to_blob``,
 ``from_blobs``).
+
+The Hamming distances (``hamming``) and the byte-table sums (``scores``) are the loops a search
+runs over many chunks: the compiled module ``_kernels`` (``_kernels.c``, built by setup.py when
+a C compiler is at hand) does each in one pass over the chunks it reads; without it numpy does
+the same sums, to the same bits, in several passes.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib
 from collections.abc import Sequence
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 if TYPE_CHECKING:
     import numpy.typing as npt
+
+
+def _compiled() -> ModuleType | None:
+    try:
+        return importlib.import_module("engram_ls.core.semantic._kernels")
+    except ImportError:  # built without a C compiler: numpy does the same sums
+        return None
+
+
+kernels = _compiled()
+"""The compiled loops (``_kernels.c``), or None."""
 
 WORDS = 4
 """64-bit words of a code: codes are of the first 256 dimensions (all of the default model's)."""
@@ -100,19 +118,59 @@ def byte_sums(signed: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
     return sums
 
 
+def hamming(
+    words: npt.NDArray[np.uint64],
+    query: npt.NDArray[np.uint64],
+    at: npt.NDArray[np.intp] | None = None,
+) -> npt.NDArray[np.uint16]:
+    """The Hamming distance from ``query`` (``WORDS`` words) to each column of ``words``
+    ((``WORDS``, n)), or to the columns ``at``."""
+    out = np.empty(words.shape[1] if at is None else len(at), dtype=np.uint16)
+    if kernels is not None:
+        kernels.hamming(out, _rows(words), _rows(query), None if at is None else _columns(at))
+    else:
+        hamming_into(out, words if at is None else words[:, at], query)
+    return out
+
+
+def hamming_into(
+    out: npt.NDArray[np.uint16], words: npt.NDArray[np.uint64], query: npt.NDArray[np.uint64]
+) -> None:
+    """``hamming`` by numpy, into ``out`` (``bitwise_count`` gives uint8: the sum, up to 256,
+    is kept in 16 bits)."""
+    out[:] = np.bitwise_count(np.bitwise_xor(words[0], query[0]))
+    for w in range(1, WORDS):
+        out += np.bitwise_count(np.bitwise_xor(words[w], query[w]))
+
+
 def scores(
     words: npt.NDArray[np.uint64],
     signed: npt.NDArray[np.float32],
     table: npt.NDArray[np.float32] | None = None,
+    *,
+    at: npt.NDArray[np.intp] | None = None,
+    mask: npt.NDArray[np.uint64] | None = None,
 ) -> npt.NDArray[np.float32]:
-    """The dot product of ``signed`` with each column's bits (``words``: (``WORDS``, n)) read
-    as 0/1 (±1 gives twice it less the sum of ``signed``: the same order). A row's is the
-    sum, over its 32 bytes, of what each byte's set bits add up to, looked up a byte place at
-    a time (the bytes of one place laid side by side): three times the speed of the bits
-    unpacked as floats and multiplied, and a third faster than one look-up of every byte.
-    ``table``: ``byte_sums(signed)``, when made already."""
+    """The dot product of ``signed`` with each column's bits (``words``: (``WORDS``, n); the
+    columns ``at`` alone, when given; each ANDed with ``mask``'s, when given) read as 0/1 (±1
+    gives twice it less the sum of ``signed``: the same order). A column's is the sum, over
+    its 32 bytes in order, of what each byte's set bits add up to (``table``:
+    ``byte_sums(signed)``, made when not given), in float32. By numpy: the bytes of one place
+    laid side by side and looked up a place at a time (three times the speed of the bits
+    unpacked as floats and multiplied, and a third faster than one look-up of every byte)."""
     if table is None:
         table = byte_sums(signed)
+    if kernels is not None:
+        out = np.empty(words.shape[1] if at is None else len(at), dtype=np.float32)
+        columns = None if at is None else _columns(at)
+        table = np.ascontiguousarray(table, dtype=np.float32)
+        kernels.scores(out, _rows(words), table, columns, None if mask is None else _rows(mask))
+        return out
+    if at is not None:
+        words = words[:, at]
+        mask = None if mask is None else mask[:, at]
+    if mask is not None:
+        words = words & mask
     by_place = np.ascontiguousarray(
         np.ascontiguousarray(words, dtype=">u8")
         .view(np.uint8)
@@ -131,24 +189,40 @@ def levels(
     signed: npt.NDArray[np.float32],
     score: npt.NDArray[np.float32],
     table: npt.NDArray[np.float32],
-) -> npt.NDArray[np.float32]:
+    *,
+    at: npt.NDArray[np.intp] | None = None,
+) -> npt.NDArray[np.float64]:
     """The cosine of ``signed`` with the vector each column's sign bits (``words``) and
-    magnitude bits (``mags``) stand for: ±``SMALL_LEVEL`` where the magnitude bit is clear,
-    ±``BIG_LEVEL`` where it is set; ``score``: ``scores(words, signed)``. With s the signs
-    (0/1), m the magnitudes, x = ``signed``: x·(±1 signs) = 2·x·s − Σx and x·(±1 where m) =
-    2·x·(s∧m) − x·m, both looked up by ``scores`` at once; ``table``: ``byte_sums(signed)``."""
-    n = words.shape[1]
+    magnitude bits (``mags``) stand for (the columns ``at`` alone, when given): ±``SMALL_LEVEL``
+    where the magnitude bit is clear, ±``BIG_LEVEL`` where it is set; ``score``:
+    ``scores(words, signed, at=at)``. With s the signs (0/1), m the magnitudes, x = ``signed``:
+    x·(±1 signs) = 2·x·s − Σx and x·(±1 where m) = 2·x·(s∧m) − x·m, both looked up by
+    ``scores``; ``table``: ``byte_sums(signed)``."""
     plain = 2 * score - float(signed.sum())
-    both = scores(np.concatenate([words & mags, mags], axis=1), signed, table)
-    agree = 2 * both[:n] - both[n:]
-    big = np.bitwise_count(mags).sum(axis=0, dtype=np.int32)
+    agree = 2 * scores(words, signed, table, at=at, mask=mags) - scores(mags, signed, table, at=at)
+    big = hamming(mags, _NO_BITS, at).astype(np.int32)  # the set magnitude bits
     norm = np.sqrt(big * BIG_LEVEL**2 + (BITS - big) * SMALL_LEVEL**2) * float(
         np.sqrt(signed @ signed)
     )
-    out: npt.NDArray[np.float32] = (
+    out: npt.NDArray[np.float64] = (
         SMALL_LEVEL * plain + (BIG_LEVEL - SMALL_LEVEL) * agree
     ) / np.maximum(norm, 1e-12)
     return out
+
+
+_NO_BITS = np.zeros(WORDS, dtype=np.uint64)
+
+
+def _columns(at: npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
+    return np.ascontiguousarray(at, dtype=np.intp)
+
+
+def _rows(words: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+    """``words`` as the compiled loops read it: native uint64, each row's items side by side
+    (the table's arrays are; a copy of others)."""
+    if words.dtype == np.uint64 and words.strides[-1] == 8:
+        return words
+    return np.ascontiguousarray(words, dtype=np.uint64)
 
 
 def to_blob(vectors: npt.NDArray[np.float32]) -> list[bytes]:
@@ -174,6 +248,8 @@ __all__ = [
     "code_of",
     "directions",
     "from_blobs",
+    "hamming",
+    "hamming_into",
     "levels",
     "magnitude_of",
     "scores",

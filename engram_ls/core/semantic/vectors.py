@@ -32,12 +32,14 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 import numpy as np
 
 from engram_ls.core.memory import give_back
-from engram_ls.core.semantic import store
+from engram_ls.core.semantic import bits, store
 from engram_ls.core.semantic.bits import (
     CODE_BYTES,
     WORDS,
     byte_sums,
     code_of,
+    hamming,
+    hamming_into,
     levels,
     magnitude_of,
     scores,
@@ -216,24 +218,21 @@ class CodeTable:
         """Hamming distance from ``code`` to every chunk (those at ``positions``, when given),
         in table order."""
         words = (codes or self.codes).words
-        if positions is not None:
-            words = words[:, positions]
         q = np.frombuffer(code, dtype=">u8").astype(np.uint64)
-        n = words.shape[1]
+        n = words.shape[1] if positions is None else len(positions)
+        if bits.kernels is not None or positions is not None or n < SPLIT_ROWS:
+            return hamming(words, q, positions)
+        # numpy alone (no compiled loops): two halves on two threads (numpy lets go of the
+        # GIL): the pass is bound by memory, and one core alone does not draw all the
+        # bandwidth there is. When the helper has not begun by the time this thread's half is
+        # done (its core busy elsewhere, or another search's half before it), this thread does
+        # the other half too: never slower than one thread alone by more than the hand-off.
         out = np.empty(n, dtype=np.uint16)
-        if n < SPLIT_ROWS:
-            _distances_into(out, words, q)
-            return out
-        # Two halves on two threads (numpy lets go of the GIL): the pass is bound by memory,
-        # and one core alone does not draw all the bandwidth there is. When the helper has not
-        # begun by the time this thread's half is done (its core busy elsewhere, or another
-        # search's half before it), this thread does the other half too: never slower than
-        # one thread alone by more than the hand-off.
         half = n // 2
-        other = _helper().submit(_distances_into, out[half:], words[:, half:], q)
-        _distances_into(out[:half], words[:, :half], q)
+        other = _helper().submit(hamming_into, out[half:], words[:, half:], q)
+        hamming_into(out[:half], words[:, :half], q)
         if other.cancel():
-            _distances_into(out[half:], words[:, half:], q)
+            hamming_into(out[half:], words[:, half:], q)
         else:
             other.result()
         return out
@@ -274,15 +273,14 @@ class CodeTable:
             return codes.ids[order], codes.notes[order]
         signed = signed_space(q)
         table = byte_sums(signed)
-        words = codes.words[:, order]  # gathered from all over the table once
-        score = scores(words, signed, table)
+        score: npt.NDArray[np.floating[Any]] = scores(codes.words, signed, table, at=order)
         second = max(SECOND, 4 * k)
         if len(order) > second:
             kept = np.argpartition(-score, second - 1)[:second]
             kept.sort()  # table order: ties below are broken by it
-            order, score, words = order[kept], score[kept], words[:, kept]
+            order, score = order[kept], score[kept]
         if codes.mags is not None:
-            score = levels(words, codes.mags[:, order], signed, score, table)
+            score = levels(codes.words, codes.mags, signed, score, table, at=order)
         ranked = order[np.lexsort((order, -score))]
         best = _per_note(codes.notes[ranked], k, PER_NOTE)
         return codes.ids[ranked[best]], codes.notes[ranked[best]]
@@ -516,16 +514,6 @@ def _helper() -> ThreadPoolExecutor:
         if not _HELPER:
             _HELPER.append(ThreadPoolExecutor(1, thread_name_prefix="engram-hamming"))
         return _HELPER[0]
-
-
-def _distances_into(
-    out: npt.NDArray[np.uint16], words: npt.NDArray[np.uint64], q: npt.NDArray[np.uint64]
-) -> None:
-    """``out`` = the Hamming distance from ``q`` to each column of ``words``
-    (``bitwise_count`` gives uint8: the sum, up to 256, is kept in 16 bits)."""
-    out[:] = np.bitwise_count(np.bitwise_xor(words[0], q[0]))
-    for w in range(1, WORDS):
-        out += np.bitwise_count(np.bitwise_xor(words[w], q[w]))
 
 
 def _magnitudes_into(

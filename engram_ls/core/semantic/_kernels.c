@@ -1,0 +1,253 @@
+/* The two loops of a search by meaning that numpy makes several passes for (bits.py).
+ *
+ * hamming(out, words, query, at=None): out[i] = the Hamming distance from query (4 uint64) to
+ *     column at[i] (or i) of words ((4, n) uint64, rows of 8-byte items).
+ * scores(out, words, table, at=None, mask=None): out[i] = the sum over the 32 bytes of column
+ *     at[i] (or i) of words (each word ANDed with the same column of mask, when given) of
+ *     table[place][byte], place 0 being the first (most significant) byte of the first word;
+ *     added in float32 place after place, as numpy adds them (the same bits).
+ *
+ * Both read each chunk once (numpy's passes write and read temporaries four times a word) and
+ * let go of the GIL. The Hamming loop is built three ways, picked once by what the CPU has: with
+ * AVX-512's population count (the compiler vectorises it), with the POPCNT instruction, plain.
+ * The module is optional: without a C compiler the package is built without it and bits.py
+ * does the same sums with numpy.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+
+#define WORDS 4
+#define PLACES (WORDS * 8)
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define ENGRAM_X86_DISPATCH 1
+#endif
+
+#if defined(_MSC_VER) && !defined(__clang__)
+#include <intrin.h>
+static inline int popcount64(uint64_t x) {
+#if defined(_M_X64)
+    return (int)__popcnt64(x);
+#else
+    return (int)(__popcnt((unsigned int)x) + __popcnt((unsigned int)(x >> 32)));
+#endif
+}
+#else
+#define popcount64(x) __builtin_popcountll(x)
+#endif
+
+/* words: (WORDS, n) with a row stride of `row` items; at: NULL for 0..m-1. */
+#define HAMMING_BODY                                                                         \
+    {                                                                                        \
+        const uint64_t *w0 = words, *w1 = words + row, *w2 = words + 2 * row,               \
+                       *w3 = words + 3 * row;                                                \
+        const uint64_t a = q[0], b = q[1], c = q[2], d = q[3];                               \
+        if (at == NULL) {                                                                    \
+            for (Py_ssize_t i = 0; i < m; i++)                                               \
+                out[i] = (uint16_t)(popcount64(w0[i] ^ a) + popcount64(w1[i] ^ b) +          \
+                                    popcount64(w2[i] ^ c) + popcount64(w3[i] ^ d));          \
+        } else {                                                                             \
+            for (Py_ssize_t i = 0; i < m; i++) {                                             \
+                const Py_ssize_t j = at[i];                                                  \
+                out[i] = (uint16_t)(popcount64(w0[j] ^ a) + popcount64(w1[j] ^ b) +          \
+                                    popcount64(w2[j] ^ c) + popcount64(w3[j] ^ d));          \
+            }                                                                                \
+        }                                                                                    \
+    }
+
+#define HAMMING_ARGS                                                                         \
+    (const uint64_t *words, Py_ssize_t row, const uint64_t *q, const Py_ssize_t *at,         \
+     Py_ssize_t m, uint16_t *out)
+
+typedef void(*hamming_fn) HAMMING_ARGS;
+
+static void hamming_plain HAMMING_ARGS HAMMING_BODY
+
+#ifdef ENGRAM_X86_DISPATCH
+__attribute__((target("popcnt"))) static void hamming_popcnt HAMMING_ARGS HAMMING_BODY
+
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vpopcntdq,popcnt")))
+static void hamming_avx512 HAMMING_ARGS HAMMING_BODY
+#endif
+
+static hamming_fn hamming_impl = hamming_plain;
+static const char *hamming_kind = "plain";
+
+static void pick_hamming(void) {
+#ifdef ENGRAM_X86_DISPATCH
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512vpopcntdq") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl")) {
+        hamming_impl = hamming_avx512;
+        hamming_kind = "avx512";
+    } else if (__builtin_cpu_supports("popcnt")) {
+        hamming_impl = hamming_popcnt;
+        hamming_kind = "popcnt";
+    }
+#endif
+}
+
+/* A (WORDS, n) table of uint64 whose items lie side by side in a row: its first item and the
+ * items from one row to the next. */
+static int words_of(Py_buffer *view, const char *what, Py_ssize_t *n, Py_ssize_t *row) {
+    if (view->itemsize != 8 || view->ndim != 2 || view->shape[0] != WORDS ||
+        view->strides[1] != 8 || view->strides[0] % 8 != 0 || view->strides[0] < 0) {
+        PyErr_Format(PyExc_ValueError, "%s: a (4, n) array of uint64 with its rows' items side by side", what);
+        return -1;
+    }
+    *n = view->shape[1];
+    *row = view->strides[0] / 8;
+    return 0;
+}
+
+/* ``at``: a contiguous array of intp whose every item is a column of a table of n. */
+static int columns_of(Py_buffer *view, Py_ssize_t n, Py_ssize_t *m) {
+    if (view->itemsize != (Py_ssize_t)sizeof(Py_ssize_t) || view->ndim != 1) {
+        PyErr_SetString(PyExc_ValueError, "at: a contiguous array of intp");
+        return -1;
+    }
+    const Py_ssize_t *at = (const Py_ssize_t *)view->buf;
+    *m = view->shape[0];
+    for (Py_ssize_t i = 0; i < *m; i++) {
+        if (at[i] < 0 || at[i] >= n) {
+            PyErr_Format(PyExc_IndexError, "at: column %zd of a table of %zd", at[i], n);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int out_of(Py_buffer *view, Py_ssize_t itemsize, Py_ssize_t m, const char *what) {
+    if (view->itemsize != itemsize || view->ndim != 1 || view->shape[0] != m) {
+        PyErr_Format(PyExc_ValueError, "out: a contiguous array of %zd %s", m, what);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *hamming(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *names[] = {"out", "words", "query", "at", NULL};
+    PyObject *out_o, *words_o, *query_o, *at_o = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO|O:hamming", names, &out_o, &words_o,
+                                     &query_o, &at_o))
+        return NULL;
+    Py_buffer out = {0}, words = {0}, query = {0}, at = {0};
+    PyObject *result = NULL;
+    Py_ssize_t n, row, m;
+    if (PyObject_GetBuffer(words_o, &words, PyBUF_STRIDED_RO | PyBUF_FORMAT) < 0) goto done;
+    if (words_of(&words, "words", &n, &row) < 0) goto done;
+    if (PyObject_GetBuffer(query_o, &query, PyBUF_C_CONTIGUOUS) < 0) goto done;
+    if (query.len != WORDS * 8) {
+        PyErr_SetString(PyExc_ValueError, "query: 4 uint64");
+        goto done;
+    }
+    m = n;
+    if (at_o != Py_None) {
+        if (PyObject_GetBuffer(at_o, &at, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) goto done;
+        if (columns_of(&at, n, &m) < 0) goto done;
+    }
+    if (PyObject_GetBuffer(out_o, &out, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE | PyBUF_FORMAT) < 0)
+        goto done;
+    if (out_of(&out, 2, m, "uint16") < 0) goto done;
+    Py_BEGIN_ALLOW_THREADS
+    hamming_impl((const uint64_t *)words.buf, row, (const uint64_t *)query.buf,
+                 at.buf ? (const Py_ssize_t *)at.buf : NULL, m, (uint16_t *)out.buf);
+    Py_END_ALLOW_THREADS
+    result = Py_NewRef(Py_None);
+done:
+    if (out.obj) PyBuffer_Release(&out);
+    if (at.obj) PyBuffer_Release(&at);
+    if (query.obj) PyBuffer_Release(&query);
+    if (words.obj) PyBuffer_Release(&words);
+    return result;
+}
+
+static void scores_loop(const uint64_t *words, Py_ssize_t row, const uint64_t *mask,
+                        Py_ssize_t mask_row, const float *table, const Py_ssize_t *at,
+                        Py_ssize_t m, float *out) {
+    for (Py_ssize_t i = 0; i < m; i++) {
+        const Py_ssize_t j = at ? at[i] : i;
+        float s = 0.0f;
+        for (int w = 0; w < WORDS; w++) {
+            uint64_t x = words[w * row + j];
+            if (mask) x &= mask[w * mask_row + j];
+            const float *t = table + (Py_ssize_t)w * 8 * 256;
+            for (int b = 0; b < 8; b++) {
+                s += t[b * 256 + (int)((x >> (56 - 8 * b)) & 0xff)];
+            }
+        }
+        out[i] = s;
+    }
+}
+
+static PyObject *scores(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *names[] = {"out", "words", "table", "at", "mask", NULL};
+    PyObject *out_o, *words_o, *table_o, *at_o = Py_None, *mask_o = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO|OO:scores", names, &out_o, &words_o,
+                                     &table_o, &at_o, &mask_o))
+        return NULL;
+    Py_buffer out = {0}, words = {0}, table = {0}, at = {0}, mask = {0};
+    PyObject *result = NULL;
+    Py_ssize_t n, row, m, mask_n = 0, mask_row = 0;
+    if (PyObject_GetBuffer(words_o, &words, PyBUF_STRIDED_RO | PyBUF_FORMAT) < 0) goto done;
+    if (words_of(&words, "words", &n, &row) < 0) goto done;
+    if (mask_o != Py_None) {
+        if (PyObject_GetBuffer(mask_o, &mask, PyBUF_STRIDED_RO | PyBUF_FORMAT) < 0) goto done;
+        if (words_of(&mask, "mask", &mask_n, &mask_row) < 0) goto done;
+        if (mask_n != n) {
+            PyErr_SetString(PyExc_ValueError, "mask: as many columns as words");
+            goto done;
+        }
+    }
+    if (PyObject_GetBuffer(table_o, &table, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) goto done;
+    if (table.itemsize != 4 || table.len != PLACES * 256 * 4) {
+        PyErr_SetString(PyExc_ValueError, "table: 32 x 256 float32");
+        goto done;
+    }
+    m = n;
+    if (at_o != Py_None) {
+        if (PyObject_GetBuffer(at_o, &at, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) goto done;
+        if (columns_of(&at, n, &m) < 0) goto done;
+    }
+    if (PyObject_GetBuffer(out_o, &out, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE | PyBUF_FORMAT) < 0)
+        goto done;
+    if (out_of(&out, 4, m, "float32") < 0) goto done;
+    Py_BEGIN_ALLOW_THREADS
+    scores_loop((const uint64_t *)words.buf, row,
+                mask.obj ? (const uint64_t *)mask.buf : NULL, mask_row,
+                (const float *)table.buf, at.buf ? (const Py_ssize_t *)at.buf : NULL, m,
+                (float *)out.buf);
+    Py_END_ALLOW_THREADS
+    result = Py_NewRef(Py_None);
+done:
+    if (out.obj) PyBuffer_Release(&out);
+    if (at.obj) PyBuffer_Release(&at);
+    if (table.obj) PyBuffer_Release(&table);
+    if (mask.obj) PyBuffer_Release(&mask);
+    if (words.obj) PyBuffer_Release(&words);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"hamming", (PyCFunction)(void (*)(void))hamming, METH_VARARGS | METH_KEYWORDS,
+     "hamming(out, words, query, at=None): Hamming distances into out (uint16)."},
+    {"scores", (PyCFunction)(void (*)(void))scores, METH_VARARGS | METH_KEYWORDS,
+     "scores(out, words, table, at=None, mask=None): byte-table sums into out (float32)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_kernels", "The hot loops of a search by meaning.", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__kernels(void) {
+    pick_hamming();
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) return NULL;
+    if (PyModule_AddStringConstant(m, "HAMMING", hamming_kind) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
