@@ -126,7 +126,7 @@ static int out_of(Py_buffer *view, Py_ssize_t itemsize, Py_ssize_t m, const char
     return 0;
 }
 
-static PyObject *hamming(PyObject *self, PyObject *args, PyObject *kwargs) {
+static PyObject *hamming(PyObject *Py_UNUSED(self), PyObject *args, PyObject *kwargs) {
     static char *names[] = {"out", "words", "query", "at", NULL};
     PyObject *out_o, *words_o, *query_o, *at_o = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO|O:hamming", names, &out_o, &words_o,
@@ -181,7 +181,7 @@ static void scores_loop(const uint64_t *words, Py_ssize_t row, const uint64_t *m
     }
 }
 
-static PyObject *scores(PyObject *self, PyObject *args, PyObject *kwargs) {
+static PyObject *scores(PyObject *Py_UNUSED(self), PyObject *args, PyObject *kwargs) {
     static char *names[] = {"out", "words", "table", "at", "mask", NULL};
     PyObject *out_o, *words_o, *table_o, *at_o = Py_None, *mask_o = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO|OO:scores", names, &out_o, &words_o,
@@ -239,6 +239,7 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_kernels", "The hot loops of a search by meaning.", -1, methods,
+    NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC PyInit__kernels(void) {
