@@ -1319,15 +1319,25 @@ def test_a_broad_filter_s_chunks_taken_among_the_nearest_equal_the_mask_s(
     assert any(calls) and not all(calls)  # both ways were taken
 
 
-def test_a_long_hamming_pass_shared_with_the_helper_equals_one_pass() -> None:
-    """Over more than ``SPLIT_ROWS`` codes the pass is split with a helper thread; the
-    distances equal the bits counted directly, whether the helper takes its half or is busy
-    (then the searching thread does both halves: it never waits for a helper that has not
-    begun), and searches on several threads at once each get their own."""
+@pytest.mark.parametrize("compiled", [False, True])
+def test_a_long_hamming_pass_shared_with_the_helper_equals_one_pass(
+    compiled: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """By numpy (no compiled loops), over more than ``SPLIT_ROWS`` codes the pass is split
+    with a helper thread; the distances equal the bits counted directly, whether the helper
+    takes its half or is busy (then the searching thread does both halves: it never waits for
+    a helper that has not begun), and searches on several threads at once each get their own.
+    The compiled loop (one pass, no helper) gives the same."""
     import threading
 
+    from engram_ls.core.semantic import bits as bits_module
     from engram_ls.core.semantic import vectors
     from engram_ls.core.semantic.vectors import Codes, CodeTable
+
+    if compiled and bits_module.kernels is None:
+        pytest.skip("built without a C compiler")
+    if not compiled:
+        monkeypatch.setattr(bits_module, "kernels", None)
 
     rng = np.random.default_rng(3)
     n = vectors.SPLIT_ROWS * 2 + 7
