@@ -393,6 +393,46 @@ def test_a_page_of_notes_whose_chunks_are_near_together_is_full(
     e.close()
 
 
+def test_the_checked_way_takes_candidates_as_deep_as_the_filter_s_own_notes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A broad filter not yet in memory (the checked way) takes its candidates as deep among
+    all chunks as its own notes' mask would take them among theirs, scaled by the share of
+    notes that pass: the same page as the mask's, full. Taken at the depth of an unfiltered
+    search, a topic on a tenth of the notes had a tenth of the candidates: a short page."""
+    from engram_ls.core.index import topic_sets
+    from engram_ls.core.semantic import vectors
+
+    words = ["garden", "bicycle", "harbour", "violin", "kettle"]
+    words += ["orbit", "ledger", "canyon", "tulip", "anchor"]
+    notes = {}
+    for i in range(300):
+        topic = "rare" if i % 10 == 0 else "common"
+        body = " ".join(words[(i * 7 + j) % len(words)] for j in range(5 + i % 4))
+        notes[f"n{i:03d}.md"] = f"---\ntopics: [{topic}]\n---\n# Note {i}\n\n{body}\n"
+    root = tmp_path / "many"
+    _write(root, notes)
+    e = _engram(root, tmp_path / "many.sqlite")
+    e.embed()
+    try:
+        monkeypatch.setattr(semantic_path, "DEPTH", 24)  # a deep table, as at 100,000 notes
+        monkeypatch.setattr(semantic_path, "CANDIDATES", 6)
+        monkeypatch.setattr(semantic_path, "NEED_MARGIN", 0)
+        monkeypatch.setattr(vectors, "SECOND", 12)
+        monkeypatch.setattr(semantic_path, "LIST_MOST", 0)  # broad: the checked way
+        monkeypatch.setattr(topic_sets, "MIN_NOTES", 10**9)  # never read into memory
+        req = {"query": "violin kettle orbit", "mode": "semantic", "tags": ["rare"], "limit": 6}
+        checked = _paths(e.search(req))
+        monkeypatch.setattr(topic_sets, "MIN_NOTES", 1)
+        _topic_in_memory(e, "rare", req)
+        monkeypatch.setattr(semantic_path.SemanticSearcher, "_checked", None)  # TypeError
+        masked = _paths(e.search(req))
+        assert len(masked) == 6 and all(int(p[1:4]) % 10 == 0 for p in masked)
+        assert checked == masked
+    finally:
+        e.close()
+
+
 def test_the_checked_way_checks_only_what_no_mask_holds(
     engram: Engram, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import sqlite3
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
@@ -54,6 +55,9 @@ re-scored by the query's values against their bits before the stored vectors are
 LIST_MOST = 20_000
 """A filter passing at most this many notes is listed first, and only its notes' chunks are
 ranked; the chunks of a broader one are ranked first and their notes checked."""
+CHECK_MARGIN = 1.5
+"""The checked way reads the best chunks of this many times the notes that, at the share of
+notes passing its filter, should hold the notes asked for."""
 HYBRID_DEPTH = 100
 RRF_K = 10
 """Reciprocal rank fusion's constant: small, so that the first notes of each ranking count
@@ -304,15 +308,47 @@ class SemanticSearcher:
     def _checked(self, table: CodeTable, q: Any, k: int, depth: int, f: Filters, among: Any) -> Any:
         """(chunk ids, note ids) of the best chunks of the ``k`` best notes that pass the broad
         filter ``f`` (more than ``LIST_MOST`` notes pass it) and are ``among`` (the masks of the
-        filter's other parts, None without): the best chunks of ``depth`` of those notes, in
-        order, their notes checked against ``f`` in SQL a slice at a time until ``k`` pass."""
+        filter's other parts, None without). The candidates are taken as the filter's own notes
+        would be (``CodeTable.closest`` with ``among`` them), scaled by the share of notes that
+        pass (counted in SQL): ``depth`` and ``SECOND`` chunks of theirs are, at that share,
+        ``depth``/share and ``SECOND``/share of all; the best chunks of ``CHECK_MARGIN`` times
+        k/share notes are checked against ``f`` in SQL a slice at a time until ``k`` pass, and
+        taken again twice as deep while too few did. (Taken at the depth of an unfiltered
+        search, as before, they held 80 % of the exact top 10 for a topic on 23 % of 100,000
+        notes, where its notes' own mask holds 94 %.)"""
         import numpy as np
 
-        ids, notes = table.closest(q, depth, depth=depth, among=among)
-        kept: list[Any] = []
+        from engram_ls.core.semantic.vectors import SECOND
+
+        passing = self._count(f)
+        if not passing:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32)
+        scale = max(1.0, self.notes / passing)
+        while True:
+            wanted = math.ceil(k * scale * CHECK_MARGIN)
+            ids, notes = table.closest(
+                q,
+                wanted,
+                depth=math.ceil(depth * scale),
+                among=among,
+                second=math.ceil(SECOND * scale),
+            )
+            order, found = self._passing_in_order(f, notes, k, step=2 * wanted)
+            if found >= k or len(np.unique(notes)) < wanted:  # enough, or every note taken
+                break
+            scale *= 2
+        _, first = np.unique(notes[order], return_index=True)
+        order = order[np.isin(notes[order], notes[order][np.sort(first)[:k]])]
+        return ids[order], notes[order]
+
+    def _passing_in_order(self, f: Filters, notes: Any, k: int, step: int) -> tuple[Any, int]:
+        """(places in ``notes`` of those whose note passes ``f``, in order; how many notes
+        passed): checked in SQL a slice of ``step`` at a time until ``k`` notes pass."""
+        import numpy as np
+
+        kept: list[Any] = [np.zeros(0, dtype=np.intp)]
         passed: set[int] = set()
-        step = 2 * k  # more than a fifth of the notes pass: a slice of twice k mostly does
-        for at in range(0, len(ids), step):
+        for at in range(0, len(notes), step):
             part = notes[at : at + step]
             passing = self._passing(f, np.unique(part).tolist())
             keep = np.isin(part, np.fromiter(passing, dtype=np.int64, count=len(passing)))
@@ -320,12 +356,12 @@ class SemanticSearcher:
             passed |= passing
             if len(passed) >= k:
                 break
-        if not kept:
-            return ids[:0], notes[:0]
-        order = np.concatenate(kept)
-        _, first = np.unique(notes[order], return_index=True)
-        order = order[np.isin(notes[order], notes[order][np.sort(first)[:k]])]
-        return ids[order], notes[order]
+        return np.concatenate(kept), len(passed)
+
+    def _count(self, f: Filters) -> int:
+        """How many notes pass ``f``."""
+        sql, params = f.ids_query(ordered=False)
+        return int(self.conn.execute(f"SELECT count(*) FROM ({sql})", params).fetchone()[0])
 
     def _passing(self, f: Filters, note_ids: list[int]) -> set[int]:
         """Those of ``note_ids`` that pass the filters (one statement: the ids as JSON)."""

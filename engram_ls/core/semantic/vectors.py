@@ -253,14 +253,16 @@ class CodeTable:
         *,
         depth: int,
         among: Among | None = None,
+        second: int = 0,
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32]]:
         """(chunk ids, note ids) of the best chunks for the unit vector ``q``, ``PER_NOTE`` a note
         at most (its best), of ``k`` notes at most, best first:
 
         1. the ``depth`` nearest by Hamming distance of the sign bits (only chunks of the notes
            ``among``, when given);
-        2. of those, the ``SECOND`` best by the dot product of ``q`` with their signs as ±1 (the
-           query's own values, not its signs);
+        2. of those, the ``second`` best (``SECOND`` when not given; four a note, if more) by
+           the dot product of ``q`` with their signs as ±1 (the query's own values, not its
+           signs);
         3. of those, the best by the cosine of ``q`` with the vector their sign and magnitude
            bits stand for (``SMALL_LEVEL`` or ``BIG_LEVEL`` a dimension, ``levels``).
 
@@ -274,7 +276,7 @@ class CodeTable:
         signed = signed_space(q)
         table = byte_sums(signed)
         score: npt.NDArray[np.floating[Any]] = scores(codes.words, signed, table, at=order)
-        second = max(SECOND, 4 * k)
+        second = max(second or SECOND, 4 * k)
         if len(order) > second:
             kept = np.argpartition(-score, second - 1)[:second]
             kept.sort()  # table order: ties below are broken by it
