@@ -126,40 +126,59 @@ static int out_of(Py_buffer *view, Py_ssize_t itemsize, Py_ssize_t m, const char
     return 0;
 }
 
+/* ``obj`` as a (WORDS, n) table of uint64 (``words_of``). */
+static int get_words(PyObject *obj, Py_buffer *view, const char *what, Py_ssize_t *n,
+                     Py_ssize_t *row) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_STRIDED_RO | PyBUF_FORMAT) < 0) return -1;
+    return words_of(view, what, n, row);
+}
+
+/* The columns ``at_o`` of a table of n (None: every one, ``at`` left empty), and ``out_o``, as
+ * many items of ``itemsize`` as there are columns: their number in ``m``. */
+static int get_columns_and_out(PyObject *at_o, PyObject *out_o, Py_ssize_t n,
+                               Py_ssize_t itemsize, const char *what, Py_buffer *at,
+                               Py_buffer *out, Py_ssize_t *m) {
+    *m = n;
+    if (at_o != Py_None) {
+        if (PyObject_GetBuffer(at_o, at, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -1;
+        if (columns_of(at, n, m) < 0) return -1;
+    }
+    if (PyObject_GetBuffer(out_o, out, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE | PyBUF_FORMAT) < 0)
+        return -1;
+    return out_of(out, itemsize, *m, what);
+}
+
+static void release(Py_buffer *views, int count) {
+    for (int i = 0; i < count; i++)
+        if (views[i].obj) PyBuffer_Release(&views[i]);
+}
+
+/* The buffers a call holds, released together (a query for hamming, a table for scores). */
+enum { OUT, WORDS_VIEW, AT, QUERY, TABLE = QUERY, MASK, VIEWS };
+
 static PyObject *hamming(PyObject *Py_UNUSED(self), PyObject *args, PyObject *kwargs) {
     static char *names[] = {"out", "words", "query", "at", NULL};
     PyObject *out_o, *words_o, *query_o, *at_o = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO|O:hamming", names, &out_o, &words_o,
                                      &query_o, &at_o))
         return NULL;
-    Py_buffer out = {0}, words = {0}, query = {0}, at = {0};
+    Py_buffer v[VIEWS] = {{0}};
     PyObject *result = NULL;
     Py_ssize_t n, row, m;
-    if (PyObject_GetBuffer(words_o, &words, PyBUF_STRIDED_RO | PyBUF_FORMAT) < 0) goto done;
-    if (words_of(&words, "words", &n, &row) < 0) goto done;
-    if (PyObject_GetBuffer(query_o, &query, PyBUF_C_CONTIGUOUS) < 0) goto done;
-    if (query.len != WORDS * 8) {
+    if (get_words(words_o, &v[WORDS_VIEW], "words", &n, &row) < 0) goto done;
+    if (PyObject_GetBuffer(query_o, &v[QUERY], PyBUF_C_CONTIGUOUS) < 0) goto done;
+    if (v[QUERY].len != WORDS * 8) {
         PyErr_SetString(PyExc_ValueError, "query: 4 uint64");
         goto done;
     }
-    m = n;
-    if (at_o != Py_None) {
-        if (PyObject_GetBuffer(at_o, &at, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) goto done;
-        if (columns_of(&at, n, &m) < 0) goto done;
-    }
-    if (PyObject_GetBuffer(out_o, &out, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE | PyBUF_FORMAT) < 0)
-        goto done;
-    if (out_of(&out, 2, m, "uint16") < 0) goto done;
+    if (get_columns_and_out(at_o, out_o, n, 2, "uint16", &v[AT], &v[OUT], &m) < 0) goto done;
     Py_BEGIN_ALLOW_THREADS
-    hamming_impl((const uint64_t *)words.buf, row, (const uint64_t *)query.buf,
-                 at.buf ? (const Py_ssize_t *)at.buf : NULL, m, (uint16_t *)out.buf);
+    hamming_impl((const uint64_t *)v[WORDS_VIEW].buf, row, (const uint64_t *)v[QUERY].buf,
+                 v[AT].obj ? (const Py_ssize_t *)v[AT].buf : NULL, m, (uint16_t *)v[OUT].buf);
     Py_END_ALLOW_THREADS
     result = Py_NewRef(Py_None);
 done:
-    if (out.obj) PyBuffer_Release(&out);
-    if (at.obj) PyBuffer_Release(&at);
-    if (query.obj) PyBuffer_Release(&query);
-    if (words.obj) PyBuffer_Release(&words);
+    release(v, VIEWS);
     return result;
 }
 
@@ -187,45 +206,32 @@ static PyObject *scores(PyObject *Py_UNUSED(self), PyObject *args, PyObject *kwa
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO|OO:scores", names, &out_o, &words_o,
                                      &table_o, &at_o, &mask_o))
         return NULL;
-    Py_buffer out = {0}, words = {0}, table = {0}, at = {0}, mask = {0};
+    Py_buffer v[VIEWS] = {{0}};
     PyObject *result = NULL;
     Py_ssize_t n, row, m, mask_n = 0, mask_row = 0;
-    if (PyObject_GetBuffer(words_o, &words, PyBUF_STRIDED_RO | PyBUF_FORMAT) < 0) goto done;
-    if (words_of(&words, "words", &n, &row) < 0) goto done;
+    if (get_words(words_o, &v[WORDS_VIEW], "words", &n, &row) < 0) goto done;
     if (mask_o != Py_None) {
-        if (PyObject_GetBuffer(mask_o, &mask, PyBUF_STRIDED_RO | PyBUF_FORMAT) < 0) goto done;
-        if (words_of(&mask, "mask", &mask_n, &mask_row) < 0) goto done;
+        if (get_words(mask_o, &v[MASK], "mask", &mask_n, &mask_row) < 0) goto done;
         if (mask_n != n) {
             PyErr_SetString(PyExc_ValueError, "mask: as many columns as words");
             goto done;
         }
     }
-    if (PyObject_GetBuffer(table_o, &table, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) goto done;
-    if (table.itemsize != 4 || table.len != PLACES * 256 * 4) {
+    if (PyObject_GetBuffer(table_o, &v[TABLE], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) goto done;
+    if (v[TABLE].itemsize != 4 || v[TABLE].len != PLACES * 256 * 4) {
         PyErr_SetString(PyExc_ValueError, "table: 32 x 256 float32");
         goto done;
     }
-    m = n;
-    if (at_o != Py_None) {
-        if (PyObject_GetBuffer(at_o, &at, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) goto done;
-        if (columns_of(&at, n, &m) < 0) goto done;
-    }
-    if (PyObject_GetBuffer(out_o, &out, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE | PyBUF_FORMAT) < 0)
-        goto done;
-    if (out_of(&out, 4, m, "float32") < 0) goto done;
+    if (get_columns_and_out(at_o, out_o, n, 4, "float32", &v[AT], &v[OUT], &m) < 0) goto done;
     Py_BEGIN_ALLOW_THREADS
-    scores_loop((const uint64_t *)words.buf, row,
-                mask.obj ? (const uint64_t *)mask.buf : NULL, mask_row,
-                (const float *)table.buf, at.buf ? (const Py_ssize_t *)at.buf : NULL, m,
-                (float *)out.buf);
+    scores_loop((const uint64_t *)v[WORDS_VIEW].buf, row,
+                v[MASK].obj ? (const uint64_t *)v[MASK].buf : NULL, mask_row,
+                (const float *)v[TABLE].buf, v[AT].obj ? (const Py_ssize_t *)v[AT].buf : NULL,
+                m, (float *)v[OUT].buf);
     Py_END_ALLOW_THREADS
     result = Py_NewRef(Py_None);
 done:
-    if (out.obj) PyBuffer_Release(&out);
-    if (at.obj) PyBuffer_Release(&at);
-    if (table.obj) PyBuffer_Release(&table);
-    if (mask.obj) PyBuffer_Release(&mask);
-    if (words.obj) PyBuffer_Release(&words);
+    release(v, VIEWS);
     return result;
 }
 
