@@ -433,6 +433,22 @@ def test_the_checked_way_takes_candidates_as_deep_as_the_filter_s_own_notes(
         e.close()
 
 
+def test_a_topic_broader_than_a_list_is_not_listed_to_find_out(
+    engram: Engram, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A filter of one topic whose size (known from the topics table) is above ``LIST_MOST``
+    goes the checked way at once: its notes are neither listed nor counted in SQL (at 100,000
+    notes, listing 20,001 of a topic's notes to find it broad cost the first search ~4 ms)."""
+    from engram_ls.core.search import filters as filters_mod
+
+    monkeypatch.setattr(semantic_path, "LIST_MOST", 0)  # every topic is broad
+    query = "how do I repair a flat tire on my bicycle"
+    everything = _paths(engram.search({"query": query, "mode": "semantic", "limit": 200}))
+    monkeypatch.setattr(filters_mod.Filters, "ids_query", None)  # listed or counted: TypeError
+    got = _paths(engram.search({"query": query, "mode": "semantic", "tags": ["bikes"]}))
+    assert got and got == [p for p in everything if p.startswith("bikes/")]
+
+
 def test_the_checked_way_checks_only_what_no_mask_holds(
     engram: Engram, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -245,6 +245,9 @@ class SemanticSearcher:
         dated = self._dated(f)
         if dated is not None:
             return dated
+        known = _known_passing(f)
+        if known is not None and known > LIST_MOST:
+            return None  # broad, as its topic's size says: not listed to be found so
         sql, params = f.ids_query(ordered=False)
         (listed,) = self.conn.execute(
             f"SELECT group_concat(id) FROM (SELECT id FROM ({sql}) LIMIT ?)",
@@ -359,7 +362,10 @@ class SemanticSearcher:
         return np.concatenate(kept), len(passed)
 
     def _count(self, f: Filters) -> int:
-        """How many notes pass ``f``."""
+        """How many notes pass ``f`` (a topic alone: its size)."""
+        known = _known_passing(f)
+        if known is not None:
+            return known
         sql, params = f.ids_query(ordered=False)
         return int(self.conn.execute(f"SELECT count(*) FROM ({sql})", params).fetchone()[0])
 
@@ -401,6 +407,13 @@ def _path_notes(conn: sqlite3.Connection, keys: list[Hashable]) -> dict[Hashable
             int(r[0]) for r in conn.execute(f"SELECT id FROM notes WHERE {sql}", params)
         )
     return out
+
+
+def _known_passing(f: Filters) -> int | None:
+    """How many notes pass ``f`` when its topics' sizes say (one topic and nothing else), else
+    None."""
+    alone = dataclasses.replace(f, driver=None).empty and not f.all_others
+    return f.sizes.get(f.driver) if f.driver is not None and alone else None
 
 
 def _all_of(parts: list[Any]) -> Any:
