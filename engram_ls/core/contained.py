@@ -97,11 +97,20 @@ def real_path(path: str) -> str | None:
         return None
 
 
+def real_inside(root: str, path: str) -> str | None:
+    """The real path of ``path`` when it is ``root`` (a real path) or inside it; None when it
+    leaves it or changes while it is resolved (``real_path``)."""
+    real = real_path(path)
+    if real is None or not (real == root or real.startswith(root + os.sep)):
+        return None
+    return real
+
+
 def _link_rel(root: str, rel: str) -> str:
     """The vault path a symlinked note ``rel`` points at (OutsideVault when outside, or when
     it changes while it is resolved)."""
-    real = real_path(os.path.join(root, rel))
-    if real is None or not real.startswith(root + os.sep):
+    real = real_inside(root, os.path.join(root, rel))
+    if real is None or real == root:
         raise OutsideVault(f"path resolves outside the vault: {rel}", data={"path": rel})
     return real[len(root) + 1 :].replace(os.sep, "/")
 

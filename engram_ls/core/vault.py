@@ -25,7 +25,7 @@ from engram_ls.core.contained import (
     move_in,
     open_folder,
     read_in,
-    real_path,
+    real_inside,
     stat_in,
     write_in,
 )
@@ -168,11 +168,10 @@ class Vault:
         """The real path of a vault file, after symlinks, checked to stay inside the vault
         (OutsideVault when it leaves it or changes while it is resolved)."""
         rel = self.rel(path)
-        found = real_path(os.fspath(self.abs(rel)))
-        real = Path(found) if found is not None else None
-        if real is None or (real != self.root and not real.is_relative_to(self.root)):
+        real = real_inside(self._root_s, os.fspath(self.abs(rel)))
+        if real is None:
             raise OutsideVault(f"path resolves outside the vault: {rel}", data={"path": rel})
-        return real
+        return Path(real)
 
     def contains(self, rel_path: str) -> bool:
         try:
@@ -211,8 +210,7 @@ class Vault:
             return linked[folder]
 
         def escapes(rel: str) -> bool:
-            real = real_path(os.path.join(root_s, rel))
-            return real is None or not (real == root_s or real.startswith(root_s + os.sep))
+            return real_inside(root_s, os.path.join(root_s, rel)) is None
 
         def is_regular(rel: str) -> bool:
             found = mode(rel)
