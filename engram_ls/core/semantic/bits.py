@@ -198,6 +198,8 @@ def levels(
     ``scores(words, signed, at=at)``. With s the signs (0/1), m the magnitudes, x = ``signed``:
     x·(±1 signs) = 2·x·s − Σx and x·(±1 where m) = 2·x·(s∧m) − x·m, both looked up by
     ``scores``; ``table``: ``byte_sums(signed)``."""
+    if kernels is None and at is not None:  # numpy: the columns gathered once, not thrice
+        words, mags, at = words[:, at], mags[:, at], None
     plain = 2 * score - float(signed.sum())
     agree = 2 * scores(words, signed, table, at=at, mask=mags) - scores(mags, signed, table, at=at)
     big = hamming(mags, _NO_BITS, at).astype(np.int32)  # the set magnitude bits
