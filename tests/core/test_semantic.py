@@ -134,28 +134,31 @@ def test_the_default_model_is_wordllama_s_own() -> None:
     assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
 
 
-def test_the_default_model_s_table_is_mapped_from_its_file(tmp_path: Path) -> None:
-    """The shipped model's token table is a read-only map of its file (only the rows read are
-    in memory), whose vectors equal the table read into memory, in bulk too and after it (its
-    pages let go); a file whose table is not float16 as safetensors lays it out, or whose header
-    is damaged, is not mapped (and a folder's model never is)."""
+def test_the_default_model_s_table_is_read_from_its_file_a_row_at_a_time(tmp_path: Path) -> None:
+    """The shipped model's token table stays in its file: a query reads its words' rows (the
+    file is not mapped, so no page of it counts in the process's memory), and the vectors equal
+    the table read into memory, in bulk too and after it; a file whose table is not float16 as
+    safetensors lays it out, or whose header is damaged, is read into memory (and a folder's
+    model always is)."""
     import dataclasses
-    import mmap
 
     from engram_ls.core.semantic import model as model_mod
 
     files = model_files(None)
     assert files.shipped and not model_files(str(tmp_path)).shipped
-    mapped = load_model(None)
-    assert isinstance(mapped._map, mmap.mmap) and not mapped.table.flags.writeable
+    on_file = load_model(None)
+    assert isinstance(on_file.table, model_mod.TableFile)
     read = model_mod.StaticModel(dataclasses.replace(files, shipped=False))
-    assert read._map is None and read.table.flags.writeable
+    assert isinstance(read.table, np.ndarray) and read.table.flags.writeable
     texts = ["how to fix a flat tyre", "Die Steuererklärung 🧾", "東京の天気", "", "x" * 5]
     want = read.embed(texts)
-    assert np.array_equal(mapped.embed(texts), want)
-    with mapped.bulk():
-        assert np.array_equal(mapped.embed(texts), want)
-    assert np.array_equal(mapped.embed(texts), want)
+    assert np.array_equal(on_file.embed(texts), want)
+    with on_file.bulk():
+        assert np.array_equal(on_file.embed(texts), want)
+    assert np.array_equal(on_file.embed(texts), want)
+    maps = Path("/proc/self/maps")
+    if maps.exists():
+        assert str(files.weights) not in maps.read_text()
 
     raw = files.weights.read_bytes()
     length = int.from_bytes(raw[:8], "little")
@@ -175,7 +178,32 @@ def test_the_default_model_s_table_is_mapped_from_its_file(tmp_path: Path) -> No
     negative = tmp_path / "negative.safetensors"
     negative.write_bytes(len(text).to_bytes(8, "little") + text + raw[8 + length :])
     for weights in (bf16, damaged, cut, negative):
-        assert model_mod._mapped_table(dataclasses.replace(files, weights=weights)) is None
+        assert model_mod._table_file(dataclasses.replace(files, weights=weights)) is None
+
+
+def test_a_model_file_cut_short_under_a_running_model_is_an_error_not_a_crash(
+    tmp_path: Path,
+) -> None:
+    """The shipped model's file truncated while a model reads from it (a package upgrade gone
+    wrong): the rows past the cut give a ModelError, never a SIGBUS (a map of the file would
+    kill the process on the first such row); the rows before it still read."""
+    import dataclasses
+
+    from engram_ls.core.semantic import model as model_mod
+
+    files = model_files(None)
+    copy = tmp_path / "weights.safetensors"
+    copy.write_bytes(files.weights.read_bytes())
+    model = model_mod.StaticModel(dataclasses.replace(files, weights=copy))
+    rows = model.table.shape[0]
+    before = model.table[np.array([0, rows - 1])]
+    with open(copy, "r+b") as f:
+        f.truncate(copy.stat().st_size // 2)
+    assert np.array_equal(model.table[np.array([0])], before[:1])
+    with pytest.raises(model_mod.ModelError, match="changed while in use"):
+        model.table[np.array([rows - 1])]
+    with pytest.raises(model_mod.ModelError), model.bulk():
+        pass
 
 
 def test_a_query_is_answered_by_meaning_where_text_finds_nothing(engram: Engram) -> None:
@@ -762,7 +790,7 @@ def test_a_model2vec_folder_is_read_and_replaces_the_vectors(vault: Path, tmp_pa
     default = load_model(None)
     folder = vault / "models" / "my-static"
     folder.mkdir(parents=True)
-    save_file({"embeddings": default.table}, str(folder / "model.safetensors"))
+    save_file({"embeddings": default.table.astype(np.float16)}, str(folder / "model.safetensors"))
     shutil.copy(files.tokenizer, folder / "tokenizer.json")
     (folder / "config.json").write_text(json.dumps({"normalize": True}))
     mine = load_model("models/my-static", vault)

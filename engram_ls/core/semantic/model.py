@@ -24,7 +24,6 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import json
-import mmap
 import os
 import shlex
 import sys
@@ -103,8 +102,8 @@ class ModelFiles:
     tokenizer: Path
     tensor: str
     shipped: bool = False
-    """Inside an installed package (the default): its token table is mapped from its file
-    (``_mapped_table``), never a folder that could be changed under a running server."""
+    """Inside an installed package (the default): its token table is read from its file a row
+    at a time (``TableFile``), never a folder that could be changed under a running server."""
 
 
 def model_files(spec: str | None, vault_root: Path | None = None) -> ModelFiles:
@@ -176,13 +175,10 @@ class StaticModel:
         for f in (files.weights, files.tokenizer):
             if not f.is_file():
                 raise ModelError(f"model file not found: {f.name} (model {files.name})")
-        self._map: mmap.mmap | None = None
         try:
-            mapped = _mapped_table(files) if files.shipped else None
+            on_file = _table_file(files) if files.shipped else None
             tensors: dict[str, Any] = {}
-            if mapped is not None:
-                self._map, tensors[files.tensor] = mapped
-            else:
+            if on_file is None:
                 with safe_open(os.fspath(files.weights), framework="np") as st:
                     for key in st.keys():  # noqa: SIM118 (a safetensors handle, not a dict)
                         if key in (files.tensor, "weights", "mapping"):
@@ -190,18 +186,18 @@ class StaticModel:
             tokenizer = Tokenizer.from_file(os.fspath(files.tokenizer))
         except Exception as exc:  # safetensors and tokenizers raise their own types
             raise ModelError(f"model {files.name} cannot be loaded: {exc}") from exc
-        table = tensors.get(files.tensor)
-        if table is None or table.ndim != 2 or table.shape[0] == 0:
+        table: Any = on_file if on_file is not None else tensors.get(files.tensor)
+        if table is None or len(table.shape) != 2 or table.shape[0] == 0:
             raise ModelError(f"model {files.name} has no 2-d tensor {files.tensor!r}")
-        mapping, weights = _mapping_and_weights(files.name, tensors, len(table))
+        mapping, weights = _mapping_and_weights(files.name, tensors, table.shape[0])
         if weights is not None and mapping is None:  # one weight per row: fold it in
             table = table.astype(np.float32) * weights[:, None]
             weights = None
         self.weights = weights
         """model2vec's per-token weights when a ``mapping`` shares rows between tokens."""
-        self.table = table if self._map is not None else table.astype(np.float16)
+        self.table = table if on_file is not None else table.astype(np.float16)
         """The token vectors as float16 (16 MiB for the default model): what a query needs
-        (the default model's mapped from its file: only the rows read are in memory)."""
+        (the default model's read from its file a row at a time: none of it in memory)."""
         self._fast: Any = None
         """A float32 copy while ``bulk()`` is entered: gathering float16 rows is several
         times slower, which only bulk embedding notices."""
@@ -232,9 +228,6 @@ class StaticModel:
                 self._bulk -= 1
                 if not self._bulk:
                     self._fast = None
-                    dontneed = getattr(mmap, "MADV_DONTNEED", None)
-                    if self._map is not None and dontneed is not None:
-                        self._map.madvise(dontneed)  # the copy read every page: let them go
 
     def embed(self, texts: list[str]) -> Vectors:
         """Unit vectors, one row per text; a text with no known token gets a zero row."""
@@ -268,12 +261,51 @@ class StaticModel:
         return out
 
 
-def _mapped_table(files: ModelFiles) -> tuple[mmap.mmap, Any] | None:
-    """(the map, the token table read from it) of a model file whose table is 2-d float16 as
-    the safetensors format lays it out (8 bytes of header length, the JSON header, the data);
-    None for any other, which is read into memory. The map is read-only: the array is too."""
-    import numpy as np
+class TableFile:
+    """A float16 token table in its file, read a row at a time (``os.pread``): a query reads
+    the few rows of its words and keeps none of them. A map of the file would keep far more
+    than it reads: the kernel maps the cached pages around each one touched (the whole 16 MiB
+    table after some twenty queries, counted in the server's RSS), and a file cut short under
+    it kills the process (SIGBUS) instead of raising. What ``StaticModel`` uses of an array:
+    ``shape``, ``table[ids]`` and ``astype`` (the whole table, for bulk embedding)."""
 
+    def __init__(self, path: Path, begin: int, rows: int, dims: int) -> None:
+        self.path = path
+        self.shape = (rows, dims)
+        self._begin = begin
+        self._row = dims * 2
+        self._fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+
+    def __del__(self) -> None:
+        fd = getattr(self, "_fd", -1)
+        if fd >= 0:
+            os.close(fd)
+
+    def _read(self, offset: int, size: int) -> bytes:
+        data = os.pread(self._fd, size, offset)
+        if len(data) != size:
+            raise ModelError(f"model file {self.path.name} changed while in use: restart")
+        return data
+
+    def __getitem__(self, ids: np.ndarray) -> np.ndarray:
+        import numpy as np
+
+        wanted, where = np.unique(ids, return_inverse=True)
+        buf = b"".join(self._read(self._begin + int(i) * self._row, self._row) for i in wanted)
+        rows = np.frombuffer(buf, dtype=np.float16).reshape(len(wanted), self.shape[1])
+        return rows[where.reshape(-1)]
+
+    def astype(self, dtype: Any) -> np.ndarray:
+        import numpy as np
+
+        whole = self._read(self._begin, self.shape[0] * self._row)
+        return np.frombuffer(whole, dtype=np.float16).reshape(self.shape).astype(dtype)
+
+
+def _table_file(files: ModelFiles) -> TableFile | None:
+    """The token table of a model file whose table is 2-d float16 as the safetensors format
+    lays it out (8 bytes of header length, the JSON header, the data), read from the file
+    (``TableFile``); None for any other, which is read into memory."""
     with open(files.weights, "rb") as f:
         size = os.fstat(f.fileno()).st_size
         length = int.from_bytes(f.read(8), "little")
@@ -284,16 +316,11 @@ def _mapped_table(files: ModelFiles) -> tuple[mmap.mmap, Any] | None:
             begin, end = (int(x) for x in info["data_offsets"])
             rows, dims = (int(x) for x in info["shape"])
             fits = begin >= 0 and end - begin == rows * dims * 2 and 8 + length + end <= size
-            if info["dtype"] != "F16" or not fits:
+            if info["dtype"] != "F16" or not fits or rows <= 0 or dims <= 0:
                 return None
         except (ValueError, TypeError, KeyError, AttributeError):
             return None
-        try:
-            mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        except (OSError, ValueError):  # a file system that cannot map: read it as any other
-            return None
-    table = np.frombuffer(mapped, dtype=np.float16, count=rows * dims, offset=8 + length + begin)
-    return mapped, table.reshape(rows, dims)
+    return TableFile(files.weights, 8 + length + begin, rows, dims)
 
 
 def _mapping_and_weights(name: str, tensors: dict[str, Any], rows: int) -> tuple[Any, Any]:
