@@ -338,3 +338,56 @@ def test_a_value_read_from_a_file_that_replaced_the_index_is_never_used(
         assert e.index.file_at_path() != e.index.opened_file()
         assert cache.read(key) is not None
         assert cache.current(conn, key) is None
+
+
+def test_a_topic_asked_for_while_it_is_read_is_read_once(generated: Any) -> None:
+    """Searches that ask for a large topic's notes while the background thread reads them
+    queue it again (they cannot know the read's state): the queued ask finds it read at that
+    generation and reads nothing (before, the topic was read twice, the searches slower
+    meanwhile); after a write, asked for again, it is read again."""
+    import threading
+
+    root = generated(200, 3)
+    with _synced(root) as e:
+        conn = e.index.conn()
+        (topic,) = conn.execute(
+            "SELECT topic_id FROM note_topics GROUP BY topic_id ORDER BY count(*) DESC LIMIT 1"
+        ).fetchone()
+        reads: list[int] = []
+        gate = threading.Event()
+
+        def reader(c: Any, key: int) -> topic_sets.TopicNotes:
+            reads.append(key)
+            assert gate.wait(30)
+            return topic_sets.read_topic(c, key)
+
+        cache = SnapshotCache("engram-topics-test", e.index, reader, 4)
+
+        def asked_twice() -> None:
+            with db.read_tx(conn):
+                cache.want(conn, topic)
+                cache.want(conn, topic)  # the second time: read in the background
+
+        asked_twice()
+        deadline = time.monotonic() + 30
+        while not reads:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        asked_twice()  # while it is read
+        gate.set()
+        _wait_for(cache, topic)
+        while cache._reading is not None and cache._reading.is_alive():
+            time.sleep(0.01)
+        assert reads == [topic]
+        with db.read_tx(conn):
+            assert cache.current(conn, topic) is not None
+        note = next(root.rglob("*.md"))
+        note.write_text(note.read_text(encoding="utf-8") + "\nmore\n", encoding="utf-8")
+        e.sync()
+        asked_twice()
+        _wait_for(cache, topic)
+        deadline = time.monotonic() + 30
+        while len(reads) < 2:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert reads == [topic, topic]

@@ -156,6 +156,9 @@ class SnapshotCache(Generic[K, V]):
             if self._prepare is not None:
                 self._prepare(conn)
             with db.interruptible(conn, stop, None), db.read_tx(conn):
+                kept = self._kept_now(conn, key)
+                if kept is not None:  # asked for again while it was read: read once
+                    return kept
                 value = self._reader(conn, key)
                 file = self._source.file_at_path()  # after reading: a file replaced is seen
         except (sqlite3.Error, db.Interrupted) as exc:
@@ -171,6 +174,18 @@ class SnapshotCache(Generic[K, V]):
             while len(self._kept) > self.capacity:
                 self._kept.popitem(last=False)
         return value
+
+    def _kept_now(self, conn: sqlite3.Connection, key: K) -> V | None:
+        """The value of ``key`` if it is kept from this file at the generation of ``conn``'s
+        snapshot: a search that asks for a value while it is being read queues it again (it
+        cannot know the read's state), and the queue would read it twice (a topic of 23,000
+        notes: 20-40 ms of a background thread, the searches meanwhile slower)."""
+        with self._lock:
+            entry = self._kept.get(key)
+        if entry is None or not entry[0].usable or entry[0].generation != generation(conn):
+            return None
+        file = self._source.file_at_path()
+        return entry[0] if file is not None and file == entry[1] else None
 
     def clear(self) -> None:
         """Forget every value and stop a reading under way (the index file is being closed
