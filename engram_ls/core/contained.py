@@ -32,6 +32,7 @@ import stat as stat_mod
 import struct
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from engram_ls.core.errors import InvalidRequest, OutsideVault
 
@@ -101,6 +102,18 @@ def real_path(path: str) -> str | None:
         return None
 
 
+def _libc_function(name: str, args: list[Any], result: Any) -> Callable[..., Any] | None:
+    """The C library's function ``name`` through ctypes (errno kept), its argument and result
+    types set; None where it has none."""
+    try:
+        fn = getattr(ctypes.CDLL(None, use_errno=True), name)
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes, fn.restype = args, result
+    function: Callable[..., Any] = fn
+    return function
+
+
 class _OpenHow(ctypes.Structure):
     _fields_ = [
         ("flags", ctypes.c_uint64),
@@ -124,12 +137,10 @@ def _load_openat2() -> Callable[[int, bytes], int] | None:
     uname = os.uname()
     if uname.sysname != "Linux" or uname.machine not in _OPENAT2_MACHINES:
         return None
-    try:
-        fn = ctypes.CDLL(None, use_errno=True).syscall
-    except (OSError, AttributeError):
+    args = [ctypes.c_long, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_size_t]
+    fn = _libc_function("syscall", args, ctypes.c_long)
+    if fn is None:
         return None
-    fn.argtypes = [ctypes.c_long, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_size_t]
-    fn.restype = ctypes.c_long
     how = _OpenHow(getattr(os, "O_PATH", 0o10000000) | os.O_CLOEXEC, 0, _RESOLVE_BENEATH)
     ref, size = ctypes.byref(how), ctypes.sizeof(how)
 
@@ -298,12 +309,8 @@ def born_ns(st: os.stat_result) -> int:
 
 
 def _load_statx() -> Callable[..., int] | None:
-    try:
-        fn = ctypes.CDLL(None, use_errno=True).statx
-    except (OSError, AttributeError):
-        return None
-    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_uint, ctypes.c_void_p]
-    fn.restype = ctypes.c_int
+    args = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_uint, ctypes.c_void_p]
+    fn: Callable[..., int] | None = _libc_function("statx", args, ctypes.c_int)
     return fn
 
 
