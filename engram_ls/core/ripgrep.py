@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from engram_ls.core import landlock
 from engram_ls.core.errors import InvalidRequest, SearchTimeout, UnsupportedMode
 
 ARGS_BYTES = 200_000
@@ -86,6 +87,16 @@ def _chunks(files: Sequence[str]) -> Iterator[list[str]]:
 
 
 def _run(
+    args: list[str], cwd: Path, deadline: float | None, cancel: threading.Event | None
+) -> bytes:
+    """rg's output for ``args`` in the vault ``cwd``, rg confined by the kernel to reading
+    inside it where the system can (``landlock``): a folder swapped for a symlink out while
+    it runs is then refused, not read."""
+    launcher = landlock.confined(os.fspath(cwd), args[0])
+    return launcher.run(lambda: _run_here(args, cwd, deadline, cancel))
+
+
+def _run_here(
     args: list[str], cwd: Path, deadline: float | None, cancel: threading.Event | None
 ) -> bytes:
     proc = subprocess.Popen(

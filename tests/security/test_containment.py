@@ -223,14 +223,24 @@ async def test_read_note_race_never_reads_outside(tmp_path: Path) -> None:
     assert answers, "no read succeeded at all"
 
 
-@pytest.mark.parametrize("mode", ["text", "semantic"])
+@pytest.mark.parametrize("mode", ["text", "semantic", "literal", "regex"])
 def test_searches_race_never_fail_nor_answer_from_outside(tmp_path: Path, mode: str) -> None:
     """Searches of a page whose note lies in a folder swapped with a symlink to outside: each
     answers (the folder caught mid-swap is left out of that page, never an error from
-    resolving its path) and never with an outside note."""
+    resolving its path) and never with an outside note. ``literal`` and ``regex`` scan the
+    files with ripgrep, which opens them by path: where Linux has Landlock it is confined to
+    the vault (``core/landlock.py``), else the race is open and the test is skipped."""
+    if mode in ("literal", "regex"):
+        from engram_ls.core import landlock
+
+        if not landlock.available():
+            pytest.skip("ripgrep is confined to the vault only where Linux has Landlock")
     root, outside = make_vault(tmp_path)
     for i in range(8):  # a page of several notes in the swapped folder
         (root / "race" / f"r{i}.md").write_text(_note(f"inside race text {i}"), encoding="utf-8")
+        # outside, under the same names, the same words: what a scan through the swap reads
+        text = f"inside race text {i} {OUTSIDE_WORD}"
+        (outside / f"r{i}.md").write_text(_note(text), encoding="utf-8")
     engram = Engram(root)
     engram.open()
     engram.sync()
@@ -459,3 +469,36 @@ def test_a_name_that_is_not_utf8_is_no_note_and_breaks_nothing(tmp_path: Path) -
         with pytest.raises(InvalidRequest):
             engram.write_note("n\udcffw.md", "x\n")
         assert sorted(os.listdir(base)) == before
+
+
+def test_ripgrep_runs_unconfined_where_it_cannot_be_confined(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the launcher threads cannot confine themselves (no Landlock, or a confined rg
+    does not start), literal and regex searches answer as before, on the caller's thread; where
+    they can, the answer is the same."""
+    from engram_ls.core import landlock
+
+    root, _ = make_vault(tmp_path)
+    engram = Engram(root)
+    engram.open()
+    engram.sync()
+    want = {
+        mode: [h.path for h in engram.search({"query": "race text", "mode": mode}).results]
+        for mode in ("literal", "regex")
+    }
+    assert want["literal"] == ["race/s.md"] == want["regex"]
+    launchers = [c for (r, _), c in landlock._CONFINED.items() if r == str(root.resolve())]
+    assert launchers and all(c.confined is landlock.available() for c in launchers)
+
+    def refused(readable: list[tuple[str, int]]) -> None:
+        raise OSError(1, "Operation not permitted")
+
+    monkeypatch.setattr(landlock, "restrict_thread", refused)
+    monkeypatch.setattr(landlock, "_CONFINED", {})
+    for mode in ("literal", "regex"):
+        got = [h.path for h in engram.search({"query": "race text", "mode": mode}).results]
+        assert got == want[mode]
+    assert landlock._CONFINED, "the searches ran rg through a launcher"
+    assert all(c.confined is False for c in landlock._CONFINED.values())
+    engram.close()
