@@ -102,9 +102,10 @@ def real_path(path: str) -> str | None:
         return None
 
 
-def _libc_function(name: str, args: list[Any], result: Any) -> Callable[..., Any] | None:
+def libc_function(name: str, args: list[Any] | None, result: Any) -> Callable[..., Any] | None:
     """The C library's function ``name`` through ctypes (errno kept), its argument and result
-    types set; None where it has none."""
+    types set (``args`` None: unchecked, each argument given as its ctypes type); None where it
+    has none."""
     try:
         fn = getattr(ctypes.CDLL(None, use_errno=True), name)
     except (OSError, AttributeError):
@@ -112,6 +113,17 @@ def _libc_function(name: str, args: list[Any], result: Any) -> Callable[..., Any
     fn.argtypes, fn.restype = args, result
     function: Callable[..., Any] = fn
     return function
+
+
+UNIFIED_SYSCALLS = frozenset({"x86_64", "aarch64", "arm64"})
+"""Machines whose Linux system calls from 424 on have the unified table's numbers (``openat2``
+437, Landlock's 444-446; on others, e.g. MIPS or Alpha, they are others)."""
+
+
+def linux_unified() -> bool:
+    """Whether this is Linux on a machine of ``UNIFIED_SYSCALLS``."""
+    uname = os.uname()
+    return uname.sysname == "Linux" and uname.machine in UNIFIED_SYSCALLS
 
 
 class _OpenHow(ctypes.Structure):
@@ -122,8 +134,6 @@ class _OpenHow(ctypes.Structure):
     ]
 
 
-_OPENAT2_MACHINES = frozenset({"x86_64", "aarch64", "arm64"})
-"""Where ``openat2`` is system call 437 (on others, e.g. MIPS or Alpha, it is another)."""
 _SYS_OPENAT2 = 437
 _RESOLVE_BENEATH = 0x08
 _NO_OPENAT2 = frozenset({errno.ENOSYS, errno.EPERM, errno.EINVAL, errno.E2BIG})
@@ -134,11 +144,10 @@ def _load_openat2() -> Callable[[int, bytes], int] | None:
     """Linux's ``openat2(dir_fd, path, O_PATH, RESOLVE_BENEATH)``: a descriptor of what
     ``path`` leads to, resolved without ever leaving ``dir_fd``'s folder (a ``..`` or a
     symlink that would, an absolute symlink, a mount crossed: EXDEV); -1 and errno else."""
-    uname = os.uname()
-    if uname.sysname != "Linux" or uname.machine not in _OPENAT2_MACHINES:
+    if not linux_unified():
         return None
     args = [ctypes.c_long, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_size_t]
-    fn = _libc_function("syscall", args, ctypes.c_long)
+    fn = libc_function("syscall", args, ctypes.c_long)
     if fn is None:
         return None
     how = _OpenHow(getattr(os, "O_PATH", 0o10000000) | os.O_CLOEXEC, 0, _RESOLVE_BENEATH)
@@ -310,7 +319,7 @@ def born_ns(st: os.stat_result) -> int:
 
 def _load_statx() -> Callable[..., int] | None:
     args = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_uint, ctypes.c_void_p]
-    fn: Callable[..., int] | None = _libc_function("statx", args, ctypes.c_int)
+    fn: Callable[..., int] | None = libc_function("statx", args, ctypes.c_int)
     return fn
 
 

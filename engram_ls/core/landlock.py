@@ -28,12 +28,12 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from engram_ls.core.contained import libc_function, linux_unified
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-_MACHINES = frozenset({"x86_64", "aarch64", "arm64"})
-"""Where the Landlock system calls have the numbers below (444-446, the unified table)."""
 _CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446
 _CREATE_RULESET_VERSION = 1
 _RULE_PATH_BENEATH = 1
@@ -60,20 +60,18 @@ class _PathBeneath(ctypes.Structure):
 
 
 def _syscall() -> Callable[..., int] | None:
-    uname = os.uname()
-    if uname.sysname != "Linux" or uname.machine not in _MACHINES:
-        return None
-    try:
-        fn: Callable[..., int] = ctypes.CDLL(None, use_errno=True).syscall
-    except (OSError, AttributeError):
-        return None
-    return fn
+    """libc's ``syscall`` where Landlock's have the numbers above (``linux_unified``), its
+    arguments given as their ctypes types."""
+    return libc_function("syscall", None, ctypes.c_long) if linux_unified() else None
 
 
 def available() -> bool:
     """Whether this system has Landlock (its ABI version can be asked)."""
     fn = _syscall()
-    return fn is not None and fn(_CREATE_RULESET, None, ctypes.c_size_t(0), 1) >= 1
+    if fn is None:
+        return False
+    version = ctypes.c_uint32(_CREATE_RULESET_VERSION)
+    return bool(fn(ctypes.c_long(_CREATE_RULESET), None, ctypes.c_size_t(0), version) >= 1)
 
 
 def restrict_thread(readable: list[tuple[str, int]]) -> None:
@@ -84,7 +82,8 @@ def restrict_thread(readable: list[tuple[str, int]]) -> None:
     if fn is None:
         raise OSError(38, "Landlock is not available here")
     attr = _RulesetAttr(READ_FILE | READ_DIR)
-    ruleset = fn(_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)), 0)
+    size = ctypes.c_size_t(ctypes.sizeof(attr))
+    ruleset = fn(ctypes.c_long(_CREATE_RULESET), ctypes.byref(attr), size, ctypes.c_uint32(0))
     if ruleset < 0:
         raise OSError(ctypes.get_errno(), "landlock_create_ruleset")
     try:
@@ -92,13 +91,17 @@ def restrict_thread(readable: list[tuple[str, int]]) -> None:
             fd = os.open(path, getattr(os, "O_PATH", 0o10000000) | os.O_CLOEXEC)
             try:
                 rule = _PathBeneath(rights, fd)
-                if fn(_ADD_RULE, ruleset, _RULE_PATH_BENEATH, ctypes.byref(rule), 0) < 0:
+                kind, flags = ctypes.c_int(_RULE_PATH_BENEATH), ctypes.c_uint32(0)
+                at = ctypes.c_int(ruleset)
+                if fn(ctypes.c_long(_ADD_RULE), at, kind, ctypes.byref(rule), flags) < 0:
                     raise OSError(ctypes.get_errno(), f"landlock_add_rule {path}")
             finally:
                 os.close(fd)
-        if ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        prctl = libc_function("prctl", [ctypes.c_int, *[ctypes.c_ulong] * 4], ctypes.c_int)
+        if prctl is None or prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
-        if fn(_RESTRICT_SELF, ruleset, 0) < 0:
+        at = ctypes.c_int(ruleset)
+        if fn(ctypes.c_long(_RESTRICT_SELF), at, ctypes.c_uint32(0)) < 0:
             raise OSError(ctypes.get_errno(), "landlock_restrict_self")
     finally:
         os.close(ruleset)

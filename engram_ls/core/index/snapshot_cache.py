@@ -176,10 +176,12 @@ class SnapshotCache(Generic[K, V]):
         return value
 
     def _kept_now(self, conn: sqlite3.Connection, key: K) -> V | None:
-        """The value of ``key`` if it is kept from this file at the generation of ``conn``'s
-        snapshot: a search that asks for a value while it is being read queues it again (it
-        cannot know the read's state), and the queue would read it twice (a topic of 23,000
-        notes: 20-40 ms of a background thread, the searches meanwhile slower)."""
+        """The value of ``key`` if it is kept from the file now at the index's path, at the
+        generation of ``conn``'s snapshot: a search that asks for a value while it is being
+        read queues it again (it cannot know the read's state), and the queue would read it
+        twice (a topic of 23,000 notes: 20-40 ms of a background thread, the searches meanwhile
+        slower). Not ``current``: that answers for the file the searches opened, and a read is
+        of the file at the path (one that replaced it is read anew)."""
         with self._lock:
             entry = self._kept.get(key)
         if entry is None or not entry[0].usable or entry[0].generation != generation(conn):
