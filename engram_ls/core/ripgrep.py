@@ -158,8 +158,14 @@ def _targets(files: Sequence[str] | None) -> Iterator[list[str]]:
         yield ["--", *chunk]
 
 
-def _clean(path: bytes) -> str:
-    text = path.decode("utf-8", "surrogateescape")
+def _clean(path: bytes) -> str | None:
+    """The vault path rg printed; None for a name whose bytes are not UTF-8, which is no note
+    (``Vault.file_matches``): rg's own walk finds such files, and their names can be neither
+    looked up in the index nor carried by any answer."""
+    try:
+        text = path.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
     return text[2:] if text.startswith("./") else text
 
 
@@ -186,8 +192,9 @@ def _records(
             head = out[pos:] if nul == -1 else out[pos:nul]
             notice = _BINARY_NOTICE.search(head)
             while notice is not None:  # a file name never holds this text and a newline
-                if binary is not None:
-                    binary.append(_clean(head[: notice.start()]))
+                named = _clean(head[: notice.start()])
+                if binary is not None and named is not None:
+                    binary.append(named)
                 head = head[notice.end() :]
                 notice = _BINARY_NOTICE.search(head)
             if nul == -1:
@@ -195,7 +202,9 @@ def _records(
             end = out.find(b"\n", nul)
             if end == -1:
                 end = len(out)
-            yield _clean(head), out[nul + 1 : end]
+            named = _clean(head)
+            if named is not None:
+                yield named, out[nul + 1 : end]
             pos = end + 1
 
 
@@ -289,5 +298,6 @@ def files_containing(
     found: set[str] = set()
     for target in _targets(files):
         out = _run(args + target, root, deadline, cancel)
-        found.update(_clean(part) for part in out.split(b"\0") if part.strip())
+        named = (_clean(part) for part in out.split(b"\0") if part.strip())
+        found.update(name for name in named if name is not None)
     return found

@@ -4,6 +4,7 @@ on the index path and the scan path alike."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -301,3 +302,20 @@ def test_a_note_swapped_for_a_fifo_or_a_symlink_out_is_not_read(
         assert res.index.served_by == "index"
         assert [(h.path, h.score) for h in res.results] == [("once.md", 1.0)]
         assert res.total == 1
+
+
+def test_a_file_whose_name_is_not_utf8_leaves_literal_and_regex_answering(tmp_path: Path) -> None:
+    """A ``.md`` whose name's bytes are not UTF-8 is no note, but ripgrep's own walk (a query
+    the index does not narrow) finds it: its name is left out of the answer, which lists the
+    notes; before, binding it to SQLite raised UnicodeEncodeError and every literal and regex
+    search of the vault failed."""
+    root = tmp_path / "vault"
+    root.mkdir()
+    (root / "a.md").write_text("# A\n\nbicycles everywhere\n", encoding="utf-8")
+    with open(os.fsencode(root) + b"/caf\xe9 bicycles.md", "wb") as f:
+        f.write(b"# Caf\xe9\n\nbicycles in latin-1\n")
+    with Engram(root) as e:
+        e.sync()
+        for mode, query in (("literal", "bicycles"), ("regex", "bicycl.s")):
+            res = e.search({"query": query, "mode": mode})
+            assert [h.path for h in res.results] == ["a.md"] and res.total == 1, mode
